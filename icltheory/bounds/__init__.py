@@ -1,0 +1,8 @@
+"""Rigorous bounds: arb ball arithmetic (python-flint) and certification helpers."""
+
+from ._arb import CERTIFIED as CERTIFIED
+from ._arb import REFUTED as REFUTED
+from ._arb import UNDECIDED as UNDECIDED
+from ._arb import arb_eval as arb_eval
+from ._arb import certify_le as certify_le
+from ._arb import to_arb as to_arb

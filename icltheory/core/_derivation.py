@@ -1,0 +1,241 @@
+r"""Derivations: recorded chains of steps, each verified by the cheapest decisive test.
+
+A :class:`Derivation` keeps *named intermediate terms* (``define``) and *steps*
+(``step(name, lhs, rhs, why)``).  Every step is verified the moment it is recorded, by the
+first tier that decides it:
+
+1. ``exact``   — ``cancel(together(lhs − rhs)) == 0`` (entrywise for matrices);
+2. ``equals``  — SymPy's ``Expr.equals`` (may answer "don't know");
+3. ``numeric`` — evaluation at random rational points with 50-digit mpmath arithmetic; a point
+   where |lhs − rhs| is not tiny *refutes* the step, otherwise it is verified with high
+   probability (not proved; recorded as such);
+4. ``arb``     — for closed (symbol-free) expressions: a python-flint ball enclosure; a ball
+   that excludes 0 refutes, a ball of radius < 1e-40 around 0 certifies |lhs − rhs| < radius.
+
+A step that no tier decides is ``undecided``.  ``Derivation.ok`` is true only when every step
+is verified; claims put that into a check, so a broken derivation makes the verdict fail.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+__all__ = ["Derivation", "Step", "verify_identity"]
+
+
+@dataclass
+class Step:
+    name: str
+    lhs: Any
+    rhs: Any
+    why: str
+    status: str = "undecided"  # verified | refuted | undecided
+    tier: str | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "lhs": sp.srepr(self.lhs) if isinstance(self.lhs, sp.Basic) else str(self.lhs),
+            "rhs": sp.srepr(self.rhs) if isinstance(self.rhs, sp.Basic) else str(self.rhs),
+            "lhs_latex": _latex(self.lhs),
+            "rhs_latex": _latex(self.rhs),
+            "why": self.why,
+            "status": self.status,
+            "tier": self.tier,
+            "detail": self.detail,
+        }
+
+
+def _latex(e: Any) -> str:
+    try:
+        return sp.latex(e)
+    except Exception:  # pragma: no cover - exotic objects
+        return str(e)
+
+
+def _entries(e: Any) -> list:
+    if isinstance(e, (sp.MatrixBase,)):
+        return list(e)
+    if isinstance(e, sp.MatrixExpr):
+        return list(e.as_explicit())
+    if isinstance(e, (list, tuple)):
+        out = []
+        for x in e:
+            out.extend(_entries(x))
+        return out
+    return [sp.sympify(e)]
+
+
+def _exact_zero(d: sp.Expr) -> bool:
+    try:
+        return sp.cancel(sp.together(sp.expand(d))) == 0
+    except Exception:
+        return False
+
+
+def _random_point(symbols, rnd: random.Random) -> dict:
+    pt = {}
+    for s in symbols:
+        if s.is_integer:
+            pt[s] = sp.Integer(rnd.randint(2, 9))
+        elif s.is_positive or s.is_nonnegative:
+            pt[s] = sp.Rational(rnd.randint(1, 997), rnd.randint(1, 331))
+        else:
+            pt[s] = sp.Rational(rnd.randint(-997, 997), rnd.randint(1, 331))
+    return pt
+
+
+def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> tuple[str, str | None, str]:
+    """Return (status, tier, detail) for the identity ``lhs == rhs``."""
+    L, R = _entries(lhs), _entries(rhs)
+    if len(L) != len(R):
+        return "refuted", "exact", f"shape mismatch: {len(L)} vs {len(R)} entries"
+    diffs = [sp.sympify(a) - sp.sympify(b) for a, b in zip(L, R)]
+    # tier 1: exact
+    if all(_exact_zero(d) for d in diffs):
+        return "verified", "exact", "cancel(together(lhs − rhs)) == 0"
+    remaining = [d for d in diffs if not _exact_zero(d)]
+    # tier 2: equals
+    answers = []
+    for d in remaining:
+        try:
+            answers.append(d.equals(0))
+        except Exception:
+            answers.append(None)
+    if all(a is True for a in answers):
+        return "verified", "equals", "Expr.equals(0) is True for every entry"
+    if any(a is False for a in answers):
+        k = answers.index(False)
+        return "refuted", "equals", f"Expr.equals(0) is False for entry {k}: {remaining[k]}"
+    # tier 3/4: numeric or arb
+    undecided = [d for d, a in zip(remaining, answers) if a is None]
+    free = set().union(*(d.free_symbols for d in undecided))
+    if free:
+        rnd = random.Random(seed)
+        syms = sorted(free, key=lambda s: s.name)
+        worst = 0.0
+        for _ in range(points):
+            pt = _random_point(syms, rnd)
+            for d in undecided:
+                try:
+                    val = sp.N(d.xreplace(pt), 50)
+                except Exception as exc:  # pragma: no cover
+                    return "undecided", None, f"numeric evaluation failed: {exc}"
+                if not val.is_number or val.has(sp.nan, sp.zoo):
+                    continue
+                mag = abs(complex(val))
+                worst = max(worst, mag)
+                if mag > 1e-30:
+                    return "refuted", "numeric", f"|lhs − rhs| = {mag:.3g} at {pt}"
+        return (
+            "verified",
+            "numeric",
+            f"|lhs − rhs| ≤ {worst:.1e} at {points} random rational points (50 digits); "
+            "verified with high probability, not proved",
+        )
+    return _arb_tier(undecided)
+
+
+def _arb_tier(diffs) -> tuple[str, str | None, str]:
+    try:
+        import flint
+    except ImportError:  # pragma: no cover
+        return "undecided", None, "python-flint not installed"
+    from ..bounds import arb_eval
+
+    old = flint.ctx.prec
+    try:
+        flint.ctx.prec = 256
+        worst = None
+        for d in diffs:
+            ball = arb_eval(d)
+            if not ball.contains(0):
+                return "refuted", "arb", f"certified |lhs − rhs| ∈ {ball.str(10, radius=True)}"
+            rad = float(ball.rad()) + abs(float(ball.mid()))
+            worst = rad if worst is None else max(worst, rad)
+        if worst is not None and worst < 1e-40:
+            return "verified", "arb", f"certified |lhs − rhs| ≤ {worst:.1e} (arb, 256 bits)"
+        return "undecided", "arb", f"arb ball around 0 too wide ({worst})"
+    finally:
+        flint.ctx.prec = old
+
+
+@dataclass
+class Derivation:
+    """A recorded, verified chain of symbolic steps with named intermediates."""
+
+    title: str
+    terms: dict[str, Any] = field(default_factory=dict)
+    term_notes: dict[str, str] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+
+    def define(self, name: str, expr: Any, note: str = "") -> Any:
+        """Record a named intermediate term (no verification: it is a definition)."""
+        self.terms[name] = expr
+        self.term_notes[name] = note
+        return expr
+
+    def say(self, paragraph: str) -> None:
+        self.text.append(paragraph)
+
+    def step(self, name: str, lhs: Any, rhs: Any, why: str) -> Step:
+        status, tier, detail = verify_identity(lhs, rhs, seed=len(self.steps))
+        st = Step(name, lhs, rhs, why, status, tier, detail)
+        self.steps.append(st)
+        return st
+
+    def fact(self, name: str, holds: bool, statement: str, why: str, tier: str = "exact") -> Step:
+        """A verified non-identity fact (e.g. 'Hessian eigenvalue < 0'), decided by the caller."""
+        st = Step(name, statement, bool(holds), why, "verified" if holds else "refuted", tier,
+                  "decided by an exact computation" if tier == "exact" else "")
+        self.steps.append(st)
+        return st
+
+    @property
+    def ok(self) -> bool:
+        return all(s.status == "verified" for s in self.steps)
+
+    def summary(self) -> dict[str, int]:
+        out = {"verified": 0, "refuted": 0, "undecided": 0}
+        for s in self.steps:
+            out[s.status] += 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "terms": {k: {"latex": _latex(v), "note": self.term_notes.get(k, "")}
+                      for k, v in self.terms.items()},
+            "steps": [s.as_dict() for s in self.steps],
+            "text": self.text,
+            "summary": self.summary(),
+        }
+
+    def to_markdown(self, level: int = 2) -> str:
+        h = "#" * level
+        out = [f"{h} Derivation: {self.title}", ""]
+        for p in self.text:
+            out += [p, ""]
+        if self.terms:
+            out += [f"{h}# Named terms", ""]
+            for k, v in self.terms.items():
+                note = self.term_notes.get(k, "")
+                out += [f"- **{k}**" + (f" — {note}" if note else ""), "", "```math",
+                        _latex(v), "```", ""]
+        out += [f"{h}# Steps", ""]
+        for i, s in enumerate(self.steps, 1):
+            mark = {"verified": "✅", "refuted": "❌", "undecided": "❔"}[s.status]
+            out += [f"{i}. {mark} **{s.name}** — {s.why}  ", f"   _{s.status}_"
+                    + (f" by tier `{s.tier}`" if s.tier else "") + (f": {s.detail}" if s.detail else ""),
+                    ""]
+            if isinstance(s.lhs, str):
+                out += ["   " + s.lhs, ""]
+            else:
+                out += ["```math", f"{_latex(s.lhs)} = {_latex(s.rhs)}", "```", ""]
+        return "\n".join(out)

@@ -1,0 +1,110 @@
+r"""Plateau detection on loss curves.
+
+:func:`detect_plateaus` finds the flat stretches of a curve $y(t)$ with no knowledge of the
+predicted levels, so that "how many plateaus / drops does training show, and at what loss"
+is a measurement, not an assumption.  All thresholds are relative:
+
+* time is normalised to $[0,1]$ over the horizon (or $\log t$ with ``log_time=True``);
+* the loss is normalised by its range $y_{\max}-y_{\min}$;
+* a point is *flat* when the normalised slope, measured over a centred window of width
+  ``window`` (in normalised time), is below ``flat_rate`` (the curve would move less than
+  ``flat_rate`` × its range if it kept that slope over the whole horizon);
+* a plateau is a run of flat points at least ``min_length`` long; consecutive plateaus whose
+  levels differ by less than ``min_drop`` × range are merged; the level is the median of $y$.
+
+Drops are the transitions between consecutive plateaus; :func:`crossing_times` gives the time
+at which the curve crosses the midpoint between two levels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Plateau", "detect_plateaus", "crossing_times", "first_crossing"]
+
+
+@dataclass(frozen=True)
+class Plateau:
+    start: float
+    end: float
+    level: float
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
+def detect_plateaus(
+    t,
+    y,
+    *,
+    flat_rate: float = 0.25,
+    min_length: float = 0.03,
+    min_drop: float = 0.03,
+    window: float | None = None,
+    log_time: bool = False,
+) -> list[Plateau]:
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if t.ndim != 1 or t.shape != y.shape or t.size < 5:
+        raise ValueError("detect_plateaus needs 1-D t and y of equal length ≥ 5")
+    if not np.all(np.diff(t) > 0):
+        raise ValueError("t must be strictly increasing")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y has non-finite values")
+    u = np.log(t - t[0] + (t[1] - t[0])) if log_time else t.copy()
+    u = (u - u[0]) / (u[-1] - u[0])
+    rng = float(np.max(y) - np.min(y))
+    if rng == 0.0:
+        return [Plateau(float(t[0]), float(t[-1]), float(y[0]))]
+    yn = (y - np.min(y)) / rng
+    w = min_length / 2 if window is None else window
+    lo = np.interp(np.clip(u - w / 2, 0, 1), u, yn)
+    hi = np.interp(np.clip(u + w / 2, 0, 1), u, yn)
+    width = np.clip(u + w / 2, 0, 1) - np.clip(u - w / 2, 0, 1)
+    slope = np.abs(hi - lo) / width
+    flat = slope < flat_rate
+    plateaus: list[tuple[int, int]] = []
+    i = 0
+    n = len(u)
+    while i < n:
+        if not flat[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and flat[j + 1]:
+            j += 1
+        if u[j] - u[i] >= min_length:
+            plateaus.append((i, j))
+        i = j + 1
+    merged: list[tuple[int, int]] = []
+    for a, b in plateaus:
+        if merged:
+            pa, pb = merged[-1]
+            if abs(np.median(y[a:b + 1]) - np.median(y[pa:pb + 1])) < min_drop * rng:
+                merged[-1] = (pa, b)
+                continue
+        merged.append((a, b))
+    return [Plateau(float(t[a]), float(t[b]), float(np.median(y[a:b + 1]))) for a, b in merged]
+
+
+def first_crossing(t, y, level: float, *, start: float | None = None) -> float | None:
+    """First time (linear interpolation) at which ``y`` goes from above to below ``level``."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    k0 = 0 if start is None else int(np.searchsorted(t, start))
+    for k in range(max(k0, 1), len(t)):
+        if y[k - 1] >= level > y[k]:
+            f = (y[k - 1] - level) / (y[k - 1] - y[k])
+            return float(t[k - 1] + f * (t[k] - t[k - 1]))
+    return None
+
+
+def crossing_times(t, y, plateaus: list[Plateau]) -> list[float | None]:
+    """For each consecutive pair of plateaus, when ``y`` crosses their midpoint level."""
+    out = []
+    for p, q in zip(plateaus, plateaus[1:]):
+        out.append(first_crossing(t, y, 0.5 * (p.level + q.level), start=p.start))
+    return out

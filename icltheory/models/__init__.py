@@ -1,0 +1,3 @@
+"""Numeric models (numpy): the attention models the papers study, and their exact reductions."""
+
+from . import _linear_attention as linear_attention  # noqa: F401

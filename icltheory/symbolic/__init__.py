@@ -1,0 +1,12 @@
+"""Shared SymPy machinery (Gaussian moments, matrix calculus helpers, exact conversions)."""
+
+from ._gaussian import beta_moments_symbolic as beta_moments_symbolic
+from ._gaussian import fourth_moment_contracted as fourth_moment_contracted
+from ._gaussian import isserlis as isserlis
+from ._gaussian import symmetric_matrix as symmetric_matrix
+from ._exact import exact as exact
+from ._exact import exact_list as exact_list
+from ._linear_attention import PopulationLoss as PopulationLoss
+from ._linear_attention import c_coefficients as c_coefficients
+from ._linear_attention import moments_derivation as moments_derivation
+from ._linear_attention import subset_losses as subset_losses

@@ -1,0 +1,36 @@
+"""Test configuration: Hypothesis profiles and the `thorough` marker.
+
+Profiles (``HYPOTHESIS_PROFILE=dev|ci|thorough``; ``ci`` is loaded automatically when ``CI`` is
+set): ``dev`` few examples for a fast edit loop, ``ci`` derandomized and moderate, ``thorough``
+many examples.  Tests marked ``@pytest.mark.thorough`` (heavy checks) run only under the
+``thorough`` profile or with ``ICLTHEORY_THOROUGH=1``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=10, deadline=None)
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(_PROFILE)
+
+THOROUGH = _PROFILE == "thorough" or os.environ.get("ICLTHEORY_THOROUGH") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if THOROUGH:
+        return
+    skip = pytest.mark.skip(reason="heavy check: run with HYPOTHESIS_PROFILE=thorough")
+    for item in items:
+        if "thorough" in item.keywords:
+            item.add_marker(skip)
