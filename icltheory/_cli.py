@@ -231,6 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # pragma: no cover
         print("icltheory: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # pragma: no cover - e.g. `icltheory derive X | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def entry() -> None:  # console script

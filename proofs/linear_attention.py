@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from icltheory.backends import BACKEND_NAMES, get_backend
 from icltheory.core import (
+    Choice,
     Claim,
     Derivation,
     Float,
@@ -57,6 +59,7 @@ class MergedSetting(Setting):
     P: int = Int(5000, min=1, doc="training sequences of the finite-sample run")
     steps: int | None = Int(None, min=1, doc="GD steps (default: derived from the theory)")
     lr: float | None = Float(None, positive=True, doc="GD step η on L_1/2 (t/τ per step; default derived)")
+    backend: str = Choice("numpy", BACKEND_NAMES, doc="trainer backend (torch is an optional extra)")
 
     def _resolve(self) -> None:
         if self.D is None:
@@ -67,6 +70,7 @@ class MergedSetting(Setting):
     def _validate(self) -> None:
         if len(self.lambdas) != self.D:
             raise SettingError("lambdas", f"has {len(self.lambdas)} eigenvalues but D={self.D}")
+        get_backend(self.backend)  # an unavailable optional backend is a setting error
 
     @property
     def Lam(self) -> np.ndarray:
@@ -564,8 +568,10 @@ class MergedSigmoid(Claim):
         U_full = np.zeros((1, H, D + 1, D))
         U_full[0, :, :D, :] = (s.w_init * rvec)[:, None, None] * (np.eye(D) / math.sqrt(D))
         model = la.MergedHeads(H)
-        res = la.gd_train(model, mom, {"r": r_full, "U": U_full}, lr=eta, steps=steps,
-                          record_every=max(steps // 1500, 1), keep_theta=True)
+        res = get_backend(s.backend).train_quadratic(
+            model, mom, {"r": r_full, "U": U_full}, lr=eta, steps=steps,
+            record_every=max(steps // 1500, 1), keep_theta=True)
+        ctx.measure("backend", s.backend)
         if res.diverged_at is not None:
             raise NumericalTrouble(f"finite-sample GD diverged at step {res.diverged_at} (lr={eta:g})")
         t = res.steps * eta

@@ -125,3 +125,19 @@ def test_python_dash_m_entry_point():
     r = subprocess.run([sys.executable, "-m", "icltheory", "check", "nope.nope"],
                        capture_output=True, text=True, env={**os.environ})
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_derive_md_and_json(capsys):
+    code, out, _ = _run(["derive", CLAIM], capsys)
+    assert code == 0 and "```math" in out and "verified" in out
+    code, out, _ = _run(["derive", CLAIM, "--format", "json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and d["summary"]["refuted"] == 0 and d["steps"]
+    assert all(s["tier"] for s in d["steps"])
+
+
+def test_multiple_claims_share_set_keys(capsys):
+    code, out, _ = _run(["check", CLAIM, "linattn.merged.equivalence", "--set", "N=12", "--json",
+                         "--profile", "quick"], capsys)
+    vs = json.loads(out)
+    assert code == 0 and [v["setting"]["N"] for v in vs] == [12, 12]

@@ -189,9 +189,9 @@ class MergedHeads:
 
     H: int
 
-    def theta(self, p: dict) -> np.ndarray:
+    def theta(self, p: dict, einsum=np.einsum) -> np.ndarray:
         S = p["r"].shape[0]
-        return np.einsum("sha,shbd->sabd", p["r"], p["U"]).reshape(S, -1)
+        return einsum("sha,shbd->sabd", p["r"], p["U"]).reshape(S, -1)
 
     def pullback(self, p: dict, G: np.ndarray, m: QuadraticMoments) -> dict:
         Gt = G.reshape(G.shape[0], m.A, m.B, m.D)
@@ -207,10 +207,10 @@ class SeparateHeads:
     H: int
     R: int
 
-    def theta(self, p: dict) -> np.ndarray:
+    def theta(self, p: dict, einsum=np.einsum) -> np.ndarray:
         S = p["r"].shape[0]
-        KQ = np.einsum("shrb,shrd->shbd", p["K"], p["Q"])
-        return np.einsum("sha,shbd->sabd", p["r"], KQ).reshape(S, -1)
+        KQ = einsum("shrb,shrd->shbd", p["K"], p["Q"])
+        return einsum("sha,shbd->sabd", p["r"], KQ).reshape(S, -1)
 
     def pullback(self, p: dict, G: np.ndarray, m: QuadraticMoments) -> dict:
         Gt = G.reshape(G.shape[0], m.A, m.B, m.D)
