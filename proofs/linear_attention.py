@@ -170,9 +170,7 @@ class MergedEquivalence(Claim):
 
     def check(self, s: MergedSetting, ctx) -> None:
         d = self.derive(s)
-        ctx.derivation = d
-        ctx.condition("derivation verified", d.ok, predicted="all steps verified",
-                      measured=d.summary(), why="every symbolic step must be verified exactly")
+        ctx.verify_derivation(d)
         trials = _by_profile(ctx.profile, 20, 100, 1000)
         rng = ctx.rng(1)
         D, N, H = s.D, s.N, s.H
@@ -345,9 +343,7 @@ class MergedFixedPoints(Claim):
 
     def check(self, s, ctx) -> None:
         d = self.derive(s)
-        ctx.derivation = d
-        ctx.condition("derivation verified", d.ok, predicted="all steps verified",
-                      measured=d.summary(), why="every symbolic step must be verified exactly")
+        ctx.verify_derivation(d)
         pred = ctx.predicted
         n = _by_profile(ctx.profile, 20_000, 200_000, 1_000_000)
         rot = la.covariance(np.ones(s.D), rotate=True, rng=ctx.rng(0))  # Haar rotation U
@@ -486,9 +482,7 @@ class MergedSigmoid(Claim):
 
     def check(self, s: SigmoidSetting, ctx) -> None:
         d = self.derive(s)
-        ctx.derivation = d
-        ctx.condition("derivation verified", d.ok, predicted="all steps verified",
-                      measured=d.summary(), why="every symbolic step must be verified exactly")
+        ctx.verify_derivation(d)
         pred = ctx.predicted
         D, H, lam = s.D, s.H, s.lambdas[0]
         c = 1 + (1 + D) / s.N

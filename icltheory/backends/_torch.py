@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models._linear_attention import TrainResult
+from ..models._linear_attention import run_gd_loop
 from ._base import Backend
 
 __all__ = ["TorchBackend"]
@@ -48,27 +48,12 @@ class TorchBackend(Backend):
         def mse(theta):
             return torch.einsum("si,ij,sj->s", theta, C, theta) - 2 * theta @ g + s
 
-        rec_steps, rec_loss, hist = [], [], []
-        limit, diverged = None, None
-        for k in range(steps + 1):
-            theta = model.theta(p, einsum=torch.einsum)
-            loss = mse(theta)
-            if k % record_every == 0 or k == steps:
-                lv = loss.detach().cpu().numpy()
-                if limit is None:
-                    limit = blowup * max(float(np.max(lv)), 1e-300)
-                if not np.all(np.isfinite(lv)) or np.max(lv) > limit:
-                    diverged = k
-                    break
-                rec_steps.append(k)
-                rec_loss.append(lv)
-                if keep_theta:
-                    hist.append(theta.detach().cpu().numpy().copy())
-            if k == steps:
-                break
-            grads = torch.autograd.grad(0.5 * loss.sum(), [p[n] for n in names])
+        def step(theta):
+            grads = torch.autograd.grad(0.5 * mse(theta).sum(), [p[n] for n in names])
             with torch.no_grad():
                 for n, gr in zip(names, grads):
                     p[n] -= lr * gr
-        out = {k: v.detach().cpu().numpy() for k, v in p.items()}
-        return TrainResult(np.asarray(rec_steps), np.asarray(rec_loss).T, out, hist, diverged)
+
+        return run_gd_loop(lambda: model.theta(p, einsum=torch.einsum), mse, step, lambda: p,
+                           steps=steps, record_every=record_every, keep_theta=keep_theta,
+                           blowup=blowup, to_numpy=lambda a: a.detach().cpu().numpy())

@@ -130,6 +130,13 @@ class CheckContext:
         self.checks.append(check)
         return check
 
+    def verify_derivation(self, derivation) -> Check:
+        """Attach ``derivation`` to the report and record a check that every step is verified."""
+        self.derivation = derivation
+        return self.condition("derivation verified", derivation.ok, predicted="all steps verified",
+                              measured=derivation.summary(),
+                              why="each symbolic step must be verified (its tier is in the report)")
+
     def condition(
         self, name: str, passed: bool, *, predicted: Any, measured: Any, why: str, detail: str = ""
     ) -> Check:

@@ -250,30 +250,56 @@ def gd_train(
     ``blowup`` × the initial loss, or non-finite) stops the run and sets ``diverged_at``.
     """
     p = {k: np.array(v, dtype=float, copy=True) for k, v in params.items()}
-    rec_steps, rec_loss, hist = [], [], []
-    limit = None
-    diverged = None
+
+    def step(theta):
+        grads = model.pullback(p, moments.grad_half(theta), moments)
+        for name in p:
+            p[name] -= lr * grads[name]
+
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(steps + 1):
-            theta = model.theta(p)
-            if k % record_every == 0 or k == steps:
-                loss = moments.mse(theta)
-                if limit is None:
-                    limit = blowup * max(float(np.max(loss)), 1e-300)
-                if not np.all(np.isfinite(loss)) or np.max(loss) > limit:
-                    diverged = k
-                    break
-                rec_steps.append(k)
-                rec_loss.append(loss)
-                if keep_theta:
-                    hist.append(theta.copy())
-            if k == steps:
+        return run_gd_loop(lambda: model.theta(p), moments.mse, step, lambda: p, steps=steps,
+                           record_every=record_every, keep_theta=keep_theta, blowup=blowup,
+                           to_numpy=lambda a: a)
+
+
+def run_gd_loop(theta_fn, loss_fn, step_fn, params_fn, *, steps: int, record_every: int,
+                keep_theta: bool, blowup: float, to_numpy) -> TrainResult:
+    """The one GD loop every backend shares: record the loss (and Θ) every ``record_every``
+    steps and at the end, stop at divergence (non-finite loss, or above ``blowup`` × the first
+    recorded loss), otherwise call ``step_fn(theta)``."""
+    rec_steps, rec_loss, hist = [], [], []
+    limit, diverged = None, None
+    for k in range(steps + 1):
+        theta = theta_fn()
+        if k % record_every == 0 or k == steps:
+            loss = to_numpy(loss_fn(theta))
+            if limit is None:
+                limit = blowup * max(float(np.max(loss)), 1e-300)
+            if not np.all(np.isfinite(loss)) or np.max(loss) > limit:
+                diverged = k
                 break
-            grads = model.pullback(p, moments.grad_half(theta), moments)
-            for name in p:
-                p[name] -= lr * grads[name]
-    return TrainResult(np.asarray(rec_steps), np.asarray(rec_loss).T if rec_loss else np.zeros((0, 0)),
-                       p, hist, diverged)
+            rec_steps.append(k)
+            rec_loss.append(loss)
+            if keep_theta:
+                hist.append(np.array(to_numpy(theta), copy=True))
+        if k == steps:
+            break
+        step_fn(theta)
+    loss_arr = np.asarray(rec_loss).T if rec_loss else np.zeros((0, 0))
+    params = {k: np.array(to_numpy(v)) for k, v in params_fn().items()}
+    return TrainResult(np.asarray(rec_steps), loss_arr, params, hist, diverged)
+
+
+def _context_samples(Lam: np.ndarray, N: int, n: int, rng: np.random.Generator, chunk: int):
+    """Yield (slice, w, β) for ``n`` sampled contexts in chunks (β = (1/N) Σ_n y_n x_n)."""
+    D = Lam.shape[0]
+    root = _sqrtm(Lam)
+    for k in range(0, n, chunk):
+        m = min(chunk, n - k)
+        w = rng.standard_normal((m, D))
+        x = rng.standard_normal((m, N, D)) @ root.T
+        y = np.einsum("mnd,md->mn", x, w)
+        yield slice(k, k + m), w, np.einsum("mn,mnd->md", y, x) / N
 
 
 def bilinear_predictor_losses(M: np.ndarray, Lam: np.ndarray, N: int, n: int,
@@ -284,17 +310,10 @@ def bilinear_predictor_losses(M: np.ndarray, Lam: np.ndarray, N: int, n: int,
     $x_q\sim\mathcal N(0,\Lambda)$ is exactly $(w-M^\top\beta)^\top\Lambda(w-M^\top\beta)$, so each
     sample is that conditional expectation (same mean as sampling $x_q$, smaller variance).
     """
-    D = Lam.shape[0]
-    root = _sqrtm(Lam)
     out = np.empty(n)
-    for k in range(0, n, chunk):
-        m = min(chunk, n - k)
-        w = rng.standard_normal((m, D))
-        x = rng.standard_normal((m, N, D)) @ root.T
-        y = np.einsum("mnd,md->mn", x, w)
-        beta = np.einsum("mn,mnd->md", y, x) / N
+    for sl, w, beta in _context_samples(Lam, N, n, rng, chunk):
         r = w - beta @ M
-        out[k:k + m] = np.einsum("md,de,me->m", r, Lam, r)
+        out[sl] = np.einsum("md,de,me->m", r, Lam, r)
     return out
 
 
@@ -302,13 +321,7 @@ def beta_outer_samples(Lam: np.ndarray, N: int, n: int, rng: np.random.Generator
                        *, chunk: int = 20000) -> np.ndarray:
     """Samples of vec(β βᵀ) (n, D²) for Monte Carlo checks of $\\mathbb E[\\beta\\beta^\\top]$."""
     D = Lam.shape[0]
-    root = _sqrtm(Lam)
     out = np.empty((n, D * D))
-    for k in range(0, n, chunk):
-        m = min(chunk, n - k)
-        w = rng.standard_normal((m, D))
-        x = rng.standard_normal((m, N, D)) @ root.T
-        y = np.einsum("mnd,md->mn", x, w)
-        beta = np.einsum("mn,mnd->md", y, x) / N
-        out[k:k + m] = (beta[:, :, None] * beta[:, None, :]).reshape(m, -1)
+    for sl, _, beta in _context_samples(Lam, N, n, rng, chunk):
+        out[sl] = (beta[:, :, None] * beta[:, None, :]).reshape(len(beta), -1)
     return out
