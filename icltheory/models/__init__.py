@@ -1,3 +1,4 @@
 """Numeric models (numpy): the attention models the papers study, and their exact reductions."""
 
 from . import _linear_attention as linear_attention  # noqa: F401
+from . import _softmax_regression as softmax_regression  # noqa: F401
