@@ -6,3 +6,8 @@ from ._plateaus import detect_plateaus as detect_plateaus
 from ._plateaus import first_crossing as first_crossing
 from ._flow import FlowSolution as FlowSolution
 from ._flow import integrate_flow as integrate_flow
+from ._scaling import LogLogFit as LogLogFit
+from ._scaling import local_slopes as local_slopes
+from ._scaling import loglog_fit as loglog_fit
+from ._scaling import slope_allowance as slope_allowance
+from ._scaling import threshold_times as threshold_times
