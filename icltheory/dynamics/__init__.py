@@ -11,3 +11,4 @@ from ._scaling import local_slopes as local_slopes
 from ._scaling import loglog_fit as loglog_fit
 from ._scaling import slope_allowance as slope_allowance
 from ._scaling import threshold_times as threshold_times
+from . import _scalar_ode as scalar_ode  # noqa: F401

@@ -1,0 +1,328 @@
+"""Separate key/query linear attention (ATTN_S): machinery, claims, negative controls, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hst
+
+from icltheory._cli import main as cli_main
+from icltheory.core import get_claim, run_check
+from icltheory.dynamics import crossing_times, detect_plateaus
+from icltheory.dynamics import _scalar_ode as so
+from icltheory.models import _linear_attention as la
+from icltheory.models import _separate_training as st
+from icltheory.models import _softmax_attention as sa
+
+
+def _run(cid, setting=None, predict=None, profile="quick"):
+    c = get_claim(cid)
+    return run_check(c, c.setting(setting or {}), profile=profile, predict=predict or {})
+
+
+def _nplus1_levels(lambdas, N):
+    lam = np.asarray(lambdas, float)
+    order = np.argsort(-lam)
+    c = 1 + (1 + lam.sum() / lam) / (N + 1)
+    return [float(lam.sum() - sum(lam[i] / c[i] for i in order[:m])) for m in range(lam.size + 1)]
+
+
+# ----------------------------------------------------------------------------- plateau detector
+
+
+def _staircase(levels, edges, t, width):
+    """Sum of logistic steps: level[k] before edges[k], level[k+1] after (known plateaus)."""
+    y = np.full_like(t, levels[0], dtype=float)
+    for k, e in enumerate(edges):
+        y += (levels[k + 1] - levels[k]) / (1 + np.exp(-(t - e) / width))
+    return y
+
+
+def test_detector_finds_known_plateaus_linear_time():
+    t = np.linspace(0, 1000, 4001)
+    levels = [1.0, 0.6, 0.35, 0.1]
+    y = _staircase(levels, [200, 500, 800], t, 5.0)
+    pl = detect_plateaus(t, y)
+    assert len(pl) == 4
+    assert np.allclose([p.level for p in pl], levels, atol=1e-3)
+    for p, (a, b) in zip(pl, [(0, 200), (200, 500), (500, 800), (800, 1000)]):
+        assert a <= p.start + 1e-9 and p.end <= b + 1e-9
+    cr = crossing_times(t, y, pl)
+    assert np.allclose(cr, [200, 500, 800], atol=1.0)
+
+
+def test_detector_finds_known_plateaus_log_time():
+    t = np.geomspace(1, 1e5, 5000)
+    levels = [1.0, 0.5, 0.2]
+    u = np.log(t)  # steps of constant width in log time, at t = 100 and t = 1e4
+    y = levels[0] + (levels[1] - levels[0]) / (1 + np.exp(-(u - np.log(100)) / 0.05)) \
+        + (levels[2] - levels[1]) / (1 + np.exp(-(u - np.log(1e4)) / 0.05))
+    pl = detect_plateaus(t, y, log_time=True)
+    assert len(pl) == 3
+    assert np.allclose([p.level for p in pl], levels, atol=1e-3)
+    # in linear time the first two plateaus are squeezed into 1% of the horizon and are missed
+    assert len(detect_plateaus(t, y)) < 3
+
+
+def test_detector_rejects_ramps_and_small_steps():
+    t = np.linspace(0, 1, 2001)
+    assert len(detect_plateaus(t, 1 - t)) == 0  # a steady ramp has no plateau
+    y = _staircase([1.0, 0.99, 0.0], [0.3, 0.7], t, 0.005)  # a 1% step is below min_drop
+    assert len(detect_plateaus(t, y)) == 2
+
+
+@given(hst.integers(2, 5), hst.integers(0, 2**31 - 1))
+def test_detector_counts_random_staircases(n, seed):
+    rng = np.random.default_rng(seed)
+    levels = 1.0 - np.cumsum(np.r_[0.0, rng.uniform(0.08, 0.3, n)])  # drops of 8–30%
+    edges = np.cumsum(np.r_[0.1, np.full(n - 1, 0.8 / n)]) + rng.uniform(-0.02, 0.02, n)
+    t = np.linspace(0, 1, 3001)
+    y = _staircase(levels, edges, t, 0.002) + 1e-5 * rng.standard_normal(t.size)
+    pl = detect_plateaus(t, y)
+    assert len(pl) == n + 1
+    assert np.allclose([p.level for p in pl], levels, atol=2e-3 * (levels[0] - levels[-1]) + 1e-4)
+
+
+# ----------------------------------------------------------------------------- scalar ODE machinery
+
+
+@given(hst.floats(0.02, 0.98))
+def test_G_derivative(u):
+    h = 1e-6 * min(u, 1 - u)
+    fd = (so.G(u + h) - so.G(u - h)) / (2 * h)
+    assert abs(fd / so.G_prime(u) - 1) < 1e-6
+
+
+def test_escape_time_reference_value():
+    lam, N = 0.1, 31
+    c = 1 + (1 + 1 / lam) / N
+    assert abs(so.v_star(lam, c) - 1.947022) < 1e-6
+    assert abs(so.escape_time(lam, c, 0.03) - 3237.37) < 0.01
+    for l, v in ((0.4, 1.30967), (0.3, 1.43005), (0.2, 1.61204)):
+        assert abs(so.v_star(l, 1 + (1 + 1 / l) / N) - v) < 1e-5
+
+
+@given(hst.floats(0.05, 2.0), hst.floats(1.0, 3.0), hst.floats(1e-3, 0.2))
+def test_escape_time_three_ways(lam, cc, frac0):
+    v0 = frac0 * so.v_star(lam, cc)
+    t = so.escape_time(lam, cc, v0)
+    assert abs(so.escape_time_ode(lam, cc, v0)[0] / t - 1) < 1e-8
+    assert abs(so.escape_time_quad(lam, cc, v0)[0] / t - 1) < 1e-9
+    v = so.scalar_trajectory(lam, cc, v0, np.array([0.0, t]))
+    assert abs(v[0] - v0) < 1e-12 * v0 + 1e-15 and abs(v[1] / (0.5 * so.v_star(lam, cc)) - 1) < 1e-9
+
+
+# ----------------------------------------------------------------------------- training machinery
+
+
+def test_fast_population_gd_equals_gd_train():
+    lam = np.array([0.5, 0.3, 0.15])
+    N, H, R = 7, 3, 2
+    p = st.init_separate(np.random.default_rng(1), 2, H, [1, 2], 3, 0.3)
+    fast = st.population_gd(lam, N, p, lr=0.2, steps=300, record_every=50)
+    slow = la.gd_train(la.SeparateHeads(H, R), la.population_moments(np.diag(lam), N), p, lr=0.2,
+                       steps=300, record_every=50)
+    assert np.allclose(fast.loss, slow.loss, rtol=1e-12, atol=1e-14)
+    for k in ("r", "K", "Q"):
+        assert np.allclose(fast.params[k], slow.params[k], rtol=1e-10, atol=1e-14)
+
+
+def test_rank_embedding_keeps_spare_pairs_at_zero():
+    p = st.init_separate(np.random.default_rng(2), 3, 4, [1, 2, 4], 4, 0.2)
+    run = st.population_gd(np.array([0.4, 0.3, 0.2, 0.1]), 31, p, lr=0.4, steps=500)
+    assert np.all(run.params["K"][0, :, 1:] == 0) and np.all(run.params["Q"][1, :, 2:] == 0)
+
+
+def test_full_init_shares_relevant_draws():
+    a = st.init_separate(np.random.default_rng(3), 2, 3, 1, 4, 0.1)
+    b = st.init_separate(np.random.default_rng(3), 2, 3, 1, 4, 0.1, full=True)
+    assert np.array_equal(a["r"][..., 0], b["r"][..., 4]) and np.array_equal(a["K"], b["K"][..., :4])
+    assert np.all(b["r"][..., :4] == 0) and np.all(b["K"][..., 4] == 0)
+
+
+def test_code_to_paper_map_is_exact():
+    """Code model (no 1/N) at weights θ = paper model at N^{1/3}θ; code GD at lr η on the plain
+    MSE = paper GD on L_1/2 at 2ηN^{2/3} (one step compared on the relevant block)."""
+    rng = np.random.default_rng(4)
+    D, N, H = 3, 9, 2
+    X, y = la.sample_sequences(50, N, np.diag([0.5, 0.3, 0.2]), rng)
+    WV = rng.standard_normal((H, D + 1, D + 1))
+    WK, WQ = rng.standard_normal((2, H, 1, D + 1))
+    code = N * la.attn_separate_predict(X, WV, WK, WQ)
+    s = N ** (1 / 3)
+    assert np.allclose(code, la.attn_separate_predict(X, s * WV, s * WK, s * WQ), rtol=1e-10)
+    eta_code = 0.01
+    eta, scale = st.code_to_paper(N, eta_code, 1.0, 3)
+    m = la.empirical_moments(X, y)
+    model = la.SeparateHeads(H, 1)
+    p = {"r": WV[None, :, D, :], "K": WK[None], "Q": WQ[None, :, :, :D]}
+    # code: θ ← θ − η ∂(plain MSE of N·f(θ))/∂θ ; paper: φ = sθ, φ ← φ − η' ∂L_1/2(φ)/∂φ
+    g_paper = model.pullback({k: s * v for k, v in p.items()}, m.grad_half(model.theta({k: s * v for k, v in p.items()})), m)
+    # plain MSE of code model at θ = 2 L_1/2(sθ); chain rule: ∂/∂θ = 2 s ∂L_1/2/∂φ
+    code_step = {k: p[k] - eta_code * 2 * s * g_paper[k] for k in p}
+    paper_step = {k: s * p[k] - eta * g_paper[k] for k in p}
+    for k in p:
+        assert np.allclose(s * code_step[k], paper_step[k], rtol=1e-12)
+    assert abs(scale - s) < 1e-12
+
+
+def test_softmax_gradients_match_finite_differences():
+    rng = np.random.default_rng(5)
+    D, N, P = 3, 6, 20
+    X, y = la.sample_sequences(P, N, np.diag([0.5, 0.3, 0.2]), rng)
+    for model, p in (
+        (sa.SoftmaxAttention(2, merged=True), {"r": rng.standard_normal((2, D + 1)),
+                                                "A": 0.5 * rng.standard_normal((2, D + 1, D))}),
+        (sa.SoftmaxAttention(2, merged=False, R=2), {"r": rng.standard_normal((2, D + 1)),
+                                                     "K": 0.5 * rng.standard_normal((2, 2, D + 1)),
+                                                     "Q": 0.5 * rng.standard_normal((2, 2, D))}),
+    ):
+        loss, g = model.loss_and_grad(p, X, y)
+        for name in p:
+            for _ in range(4):
+                idx = tuple(int(rng.integers(0, n)) for n in p[name].shape)
+                eps = 1e-6
+                hi = {k: v.copy() for k, v in p.items()}
+                lo = {k: v.copy() for k, v in p.items()}
+                hi[name][idx] += eps
+                lo[name][idx] -= eps
+                fd = (model.loss_and_grad(hi, X, y)[0] - model.loss_and_grad(lo, X, y)[0]) / (4 * eps)
+                assert abs(fd - g[name][idx]) <= 1e-6 * max(1.0, abs(fd))
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def test_fixed_point_constants_done_when():
+    c = get_claim("linattn.separate.fixed-points")
+    k = c.constants(c.setting({"lambdas": "0.4,0.3,0.2,0.1", "N": 31}))
+    assert np.allclose(k["plateau_losses"], [1, 0.640580, 0.377372, 0.209805, 0.135995], atol=5e-7)
+    assert k["plateau_losses_exact"] == ["1", "221/345", "27601/73140", "567769/2706180", "85873/631442"]
+    assert np.allclose(k["drop_sizes"], [0.359420, 0.263208, 0.167568, 0.073810], atol=5e-7)
+    assert k["fixed_point_count"] == 16
+    # any order of the eigenvalues: same levels, drop order names the indices
+    k2 = c.constants(c.setting({"lambdas": "0.1,0.3,0.4,0.2"}))
+    assert np.allclose(k2["plateau_losses"], k["plateau_losses"], rtol=1e-14)
+    assert k2["drop_order"] == [2, 1, 3, 0]
+
+
+def test_fig4_levels():
+    c = get_claim("linattn.separate.rank")
+    k = c.constants(c.setting({}))
+    assert np.allclose(k["plateau_losses"], [1, 0.811263, 0.648977, 0.513012, 0.403176, 0.319166,
+                                             0.260454, 0.226009, 0.213346], atol=1e-6)
+    assert k["n_plateaus"] == [8, 4, 2, 1]
+
+
+def test_equivalence_and_control():
+    assert _run("linattn.separate.equivalence", {"R": 2}).verdict == "holds"
+    assert _run("linattn.separate.equivalence", {"R": 2}, {"beta_divisor": "32"}).verdict == "fails"
+
+
+def test_fixed_points_and_controls():
+    assert _run("linattn.separate.fixed-points").verdict == "holds"
+    lv = ",".join(str(x) for x in _nplus1_levels([0.4, 0.3, 0.2, 0.1], 31))
+    assert _run("linattn.separate.fixed-points", predict={"plateau_losses": lv}).verdict == "fails"
+    assert _run("linattn.separate.fixed-points", predict={"fixed_point_count": "15"}).verdict == "fails"
+
+
+def test_scalar_ode_and_controls():
+    v = _run("linattn.separate.scalar-ode")
+    assert v.verdict == "holds"
+    c_wrong = 1 + (1 + 1 / 0.1) / 32  # N+1 in c
+    t_wrong = so.escape_time(0.1, c_wrong, 0.03)
+    assert _run("linattn.separate.scalar-ode", predict={"escape_time": repr(t_wrong)}).verdict == "fails"
+    assert _run("linattn.separate.scalar-ode",
+                predict={"v_star": repr(so.v_star(0.1, c_wrong))}).verdict == "fails"
+    # another setting through the key `lambda`
+    assert _run("linattn.separate.scalar-ode", {"lambda": 0.3, "v0": 0.05}).verdict == "holds"
+
+
+def test_saddle_to_saddle_and_controls():
+    s = {"seeds": 2, "P": 4000}
+    assert _run("linattn.separate.saddle-to-saddle", s).verdict == "holds"
+    assert _run("linattn.separate.saddle-to-saddle", s,
+                {"drop_order": "3,2,1,0"}).verdict == "fails"
+    lv = ",".join(str(x) for x in _nplus1_levels([0.4, 0.3, 0.2, 0.1], 31))
+    assert _run("linattn.separate.saddle-to-saddle", s, {"plateau_losses": lv}).verdict == "fails"
+
+
+def test_saddle_to_saddle_user_spectrum_any_order():
+    """A spectrum the defaults were not tuned for, given in increasing order; theory horizon."""
+    v = _run("linattn.separate.saddle-to-saddle",
+             {"lambdas": "0.12,0.25,0.5", "H": 3, "seeds": 2, "P": 3000, "N": 20, "w_init": 0.03})
+    assert v.verdict == "holds", v.reasons
+    assert all(o == [2, 1, 0] for o in v.measured["drop_order"])
+
+
+def test_rank_structure_and_control():
+    s = {"R": 4, "seeds": 2}
+    v = _run("linattn.separate.rank", s)
+    assert v.verdict == "holds"
+    assert v.measured["n_plateaus"] == [[2]]  # quick profile: one seed
+    assert _run("linattn.separate.rank", s, {"n_plateaus": "8"}).verdict == "fails"
+    assert _run("linattn.separate.rank", s, {"stage_size": "1"}).verdict == "fails"
+
+
+def test_init_scale_and_controls():
+    assert _run("linattn.init-scale").verdict == "holds"
+    assert _run("linattn.init-scale", predict={"attn_s_loglog_slope": "-2"}).verdict == "fails"
+    k = get_claim("linattn.init-scale").constants(get_claim("linattn.init-scale").setting({}))
+    assert _run("linattn.init-scale", predict={"attn_m_slope": repr(2 * k["attn_m_slope"])}).verdict == "fails"
+
+
+def test_softmax_qualitative_and_control():
+    v = _run("linattn.softmax.drops")
+    assert v.verdict == "holds", v.reasons
+    assert v.measured["merged_drops"] == 1 and v.measured["separate_drops"] >= 2
+    # the control: a planted "two drops" for the merged model (a short run keeps it cheap)
+    assert _run("linattn.softmax.drops", {"steps": 400}, {"merged_drops": "2"}).verdict == "fails"
+
+
+def test_diverging_lr_is_inconclusive_naming_the_step():
+    v = _run("linattn.separate.saddle-to-saddle", {"lr": 40, "seeds": 1, "steps": 2000, "w_init": 0.5})
+    assert v.verdict == "inconclusive"
+    assert any("diverged at step" in r for r in v.reasons)
+
+
+@pytest.mark.parametrize("args", [
+    ["--set", "D=3", "lambdas=0.4,0.3,0.2,0.1"],
+    ["--set", "R=5"],
+    ["--set", "H=0"],
+    ["--set", "lambdas=0.4,0,0.2,0.1"],
+    ["--set", "lambdas=0.4,-0.3,0.2,0.1"],
+    ["--set", "steps=0"],
+])
+def test_bad_input_exit_2(args, capsys):
+    assert cli_main(["check", "linattn.separate.saddle-to-saddle", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "error" in err
+
+
+def test_bad_input_scalar_ode(capsys):
+    assert cli_main(["constants", "linattn.separate.scalar-ode", "--set", "v0=5"]) == 2
+    assert cli_main(["constants", "linattn.separate.scalar-ode", "--set", "lambda=2"]) == 2
+    assert cli_main(["constants", "linattn.separate.rank", "--set", "R=9"]) == 2
+
+
+@pytest.mark.thorough
+def test_paper_settings_standard_profile():
+    for cid in ("linattn.separate.saddle-to-saddle", "linattn.separate.scalar-ode", "linattn.separate.rank"):
+        assert _run(cid, profile="standard").verdict == "holds"
+
+
+def test_rank_default_lr_follows_the_same_flow():
+    """The rank claim's default step (code lr 0.1 mapped) vs the figure's 0.02: same learning
+    times in units of τ to within 1% (R = 8, fast)."""
+    lam = np.arange(8, 0, -1) / 36
+    c = 1 + (1 + lam.sum() / lam) / 31
+    times = []
+    for lr_code in (0.02, 0.1):
+        eta, w = st.code_to_paper(31, lr_code, 5e-3, 3)
+        p = st.init_separate(np.random.default_rng(7), 1, 9, 8, 8, w)
+        run = st.population_gd(lam, 31, p, lr=eta, steps=int(math.ceil(8000 / eta)))
+        times.append(st.learning_times(run.t, st.learned_fractions(run.M, lam, c))[0])
+    assert np.all(np.isfinite(times[0])) and np.allclose(times[1], times[0], rtol=1e-2)
