@@ -108,6 +108,10 @@ class CheckContext:
         """A generator determined by the seed and a stream id (same seed → same numbers)."""
         return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
 
+    def by_profile(self, quick, standard, thorough):
+        """Pick a size (samples, seeds, horizon) by the profile: quick < standard < thorough."""
+        return {"quick": quick, "standard": standard, "thorough": thorough}[self.profile]
+
     def progress(self, iterable, *, total=None, desc: str = ""):
         if self._progress is None:
             return iterable
