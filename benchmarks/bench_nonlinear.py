@@ -56,8 +56,8 @@ print(f"{'claim':<30} {'verdict':<13} {'seconds':>8}")
 for cid in ("nonlinear.rescaling", "nonlinear.l-scaling", "nonlinear.summary-fast-rate",
             "nonlinear.summary-threshold", "nonlinear.two-phase", "nonlinear.asymptote",
             "nonlinear.oscillation", "nonlinear.final-attention", "nonlinear.regimes"):
-    for cached in (nlr._population_sweep, nlr._isotropic_traj, nlr._rescaling_derivation,
-                   nlr._isotropic_derivation):
+    for cached in (nlr._population_sweep, nlr._isotropic_traj, nlr._orthonormal_cov,
+                   nlr._rescaling_derivation, nlr._isotropic_derivation):
         cached.cache_clear()
     t0 = time.perf_counter()
     v = check_claim(cid)

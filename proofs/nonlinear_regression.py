@@ -21,7 +21,11 @@ flow time :math:`T(\theta)=\frac{(K-1)^2}{K\eta c}[F(\theta)-F(1/K)]` of the use
 with :math:`c` the (normalised) task curvature times :math:`L^2`; for non-orthonormal features
 :math:`c` is replaced by the weakest pair's :math:`\gamma_{nk}(\lVert v_n-v_k\rVert^2/2)^2`
 (a heuristic, stated where used).  Runs stop early once their targets are met; a horizon that
-would exceed the work caps is refused as ``inconclusive``.  Rate fits use only runs in GD's
+would exceed the work caps is refused as ``inconclusive``, and so is a target missed within a
+*derived* (heuristic) horizon — only a horizon the user fixes with ``steps`` can refute.
+Coinciding features (zero pair curvature) make the attention target unidentifiable:
+``inconclusive``.  A slope whose step-rounding allowance exceeds the claim's own tolerance
+can refute but not confirm (undecided).  Rate fits use only runs in GD's
 small-step regime (at least 20 steps to the threshold, stiffness ≤ 0.5; see
 :func:`icltheory.models._nonlinear_icl.isotropic_stiffness`), with a tolerance that adds the
 first-order effect of GD's Euler lag on each time.
@@ -37,13 +41,16 @@ import numpy as np
 import sympy as sp
 
 from icltheory.core import (
+    BadInput,
     Check,
+    CheckContext,
     Choice,
     Claim,
     Derivation,
     Float,
     Floats,
     Int,
+    NumericalTrouble,
     Plot,
     Series,
     Setting,
@@ -87,6 +94,9 @@ class NonlinearSetting(Setting):
 
     #: default η per model when ``eta`` is not given
     _ETA = {"A": 1.0, "B": 100.0}
+    #: the one model a claim's computation uses (``None``: either), and why
+    _ONLY_MODEL = None
+    _ONLY_MODEL_WHY = ""
 
     def _resolve(self) -> None:
         if self.d is None:
@@ -97,6 +107,18 @@ class NonlinearSetting(Setting):
     def _validate(self) -> None:
         if self.model == "A" and self.d < self.K:
             raise SettingError("d", f"model A uses K orthonormal features: needs d ≥ K={self.K}")
+        if self.eta is not None:
+            _check_eta_L2(self.eta, self.L)
+        if self._ONLY_MODEL is not None and self.model != self._ONLY_MODEL:
+            raise SettingError("model", self._ONLY_MODEL_WHY)
+
+
+def _check_eta_L2(eta: float, L: float, key: str = "L") -> None:
+    """The dynamics depend on η and L only through ηL²: it must be a normal float64."""
+    prod = eta * L * L  # float products give 0 or inf out of range, never an exception
+    if not (np.finfo(float).tiny <= prod < math.inf):
+        raise SettingError(key, f"η·L² = {eta:g}·{L:g}² is outside the normal float64 range "
+                                "(the dynamics depend on η and L only through ηL²)")
 
 
 def _check_thetas(thetas, K: int, key: str = "thetas") -> None:
@@ -114,6 +136,14 @@ class RescalingSetting(NonlinearSetting):
     L_prime: float = Float(1.0, positive=True, doc="scale L' of the second run")
     eta: float | None = Float(50.0, positive=True, doc="step η of the first run")
     steps: int | None = Int(200, min=1, doc="GD steps of both runs")
+
+    def _validate(self) -> None:
+        super()._validate()
+        r = self.L / self.L_prime
+        r2 = r * r  # float multiplication gives inf (not OverflowError) out of range
+        if not (0 < r2 < math.inf) or not math.isfinite(self.eta * r2):
+            raise SettingError("L_prime", f"L/L' = {self.L:g}/{self.L_prime:g}: (L/L')² or "
+                               "η(L/L')² is outside the float64 range")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +177,8 @@ class LScalingSetting(NonlinearSetting):
             if m.d < m.K and m.model == "A":  # pragma: no cover - caught by the base class
                 raise SettingError("d", f"model A needs d ≥ K={m.K}")
             _check_thetas(m.thetas, m.K)
+            for L in m.Ls:
+                _check_eta_L2(m.eta, L, "Ls")
 
     def per_model(self) -> list["LScalingSetting"]:
         """The single-model settings this one stands for (two for ``model=A+B``)."""
@@ -164,6 +196,8 @@ class FastRateSetting(LScalingSetting):
 class ThresholdSetting(NonlinearSetting):
     d: int | None = Int(None, min=1, doc="dimension d in the summary's L* = √(d/n) (default 2K)")
     theta: float = Float(0.9, positive=True, doc="attention threshold θ of the timed phase")
+    _ONLY_MODEL = "A"
+    _ONLY_MODEL_WHY = "this claim's computation uses the population model A"
 
     def _resolve(self) -> None:
         if self.d is None:
@@ -172,8 +206,6 @@ class ThresholdSetting(NonlinearSetting):
 
     def _validate(self) -> None:
         super()._validate()
-        if self.model != "A":
-            raise SettingError("model", "this claim's computation uses the population model A")
         _check_thetas((self.theta,), self.K, "theta")
 
 
@@ -181,11 +213,11 @@ class ThresholdSetting(NonlinearSetting):
 class IsotropicSetting(NonlinearSetting):
     deltas: tuple = Floats((0.01, 0.005), positive=True,
                            doc="late-phase gaps δ (attention 1−δ), each ≤ 0.01")
+    _ONLY_MODEL = "A"
+    _ONLY_MODEL_WHY = "the isotropic closed forms are for the population model A"
 
     def _validate(self) -> None:
         super()._validate()
-        if self.model != "A":
-            raise SettingError("model", "the isotropic closed forms are for the population model A")
         if any(dl > 0.01 for dl in self.deltas):
             raise SettingError("deltas", "the claim concerns the late phase δ ≤ 0.01")
         if len(set(self.deltas)) < 2:
@@ -210,11 +242,11 @@ class OscillationSetting(NonlinearSetting):
     task: str = Choice("sin", nl.TASKS, doc="task family g (f = L·g, g 1-Lipschitz)")
     overlap: float = Float(0.9, min=0.0, max=0.999, doc="ρ in v₂ = ρ v₁ + √(1−ρ²) e₂")
     theta: float = Float(0.9, positive=True, doc="attention threshold of the slowdown ratio")
+    _ONLY_MODEL = "A"
+    _ONLY_MODEL_WHY = "the near-duplicate construction uses model A"
 
     def _validate(self) -> None:
         super()._validate()
-        if self.model != "A":
-            raise SettingError("model", "the near-duplicate construction uses model A")
         if self.K < 3:
             raise SettingError("K", "needs K ≥ 3: a near-duplicate pair and a far query")
         _check_thetas((self.theta,), self.K, "theta")
@@ -224,23 +256,17 @@ class OscillationSetting(NonlinearSetting):
 class FinalAttentionSetting(NonlinearSetting):
     model: str = Choice("B", ("A", "B"), doc="B only: the finite-prompt model")
     task: str = Choice("sin", nl.TASKS, doc="task family g (f = L·g, g 1-Lipschitz)")
-
-    def _validate(self) -> None:
-        super()._validate()
-        if self.model != "B":
-            raise SettingError("model", "final-attention is the finite-prompt (model B) claim; "
-                               "model A's late phase is nonlinear.asymptote / two-phase")
+    _ONLY_MODEL = "B"
+    _ONLY_MODEL_WHY = ("final-attention is the finite-prompt (model B) claim; "
+                       "model A's late phase is nonlinear.asymptote / two-phase")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RegimesSetting(NonlinearSetting):
     etaL2s: tuple = Floats((1.0, 10.0, 100.0), positive=True,
                            doc="values of ηL² at which the loss decay is measured")
-
-    def _validate(self) -> None:
-        super()._validate()
-        if self.model != "A":
-            raise SettingError("model", "this claim's computation uses the population model A")
+    _ONLY_MODEL = "A"
+    _ONLY_MODEL_WHY = "this claim's computation uses the population model A"
 
 
 # =============================================================================== helpers
@@ -256,23 +282,39 @@ def _sample_idx(n: int, k: int = 600, log: bool = True) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, k).astype(int))
 
 
-#: Monte Carlo draws of the relu task covariance per profile (sin and linear are exact)
-_RELU_DRAWS = {"quick": 100_000, "standard": 400_000, "thorough": 1_600_000}
+# Random streams (``ctx.rng(k)``): the model A relu covariance; model B's features, prompts and
+# the (relu) covariance that sets its horizons and stiffness.
+_STREAM_COV_A, _STREAM_FEATURES_B, _STREAM_PROMPTS_B, _STREAM_COV_B = 1, 10, 11, 12
+#: Monte Carlo draws of model B's relu covariance (used only for horizons and stiffness)
+_COV_B_DRAWS = 100_000
 
 
-def _cov_A(s: NonlinearSetting, V: np.ndarray, ctx) -> np.ndarray:
-    """Normalised population task covariance of model A (relu: Monte Carlo on stream 1)."""
-    rng = ctx.rng(1) if s.task == "relu" else None
-    draws = _RELU_DRAWS[getattr(ctx, "profile", "standard")]
-    C = nl.task_covariance(s.task, V, rng, draws)
+def _profile_ctx(seed: int, profile: str) -> CheckContext:
+    """A bare context with the seeded streams and profile of a check, for cached computations."""
+    return CheckContext(predicted={}, profile=profile, seed=seed)
+
+
+def _cov_A(task: str, V: np.ndarray, ctx) -> np.ndarray:
+    """Normalised population task covariance of model A (relu: Monte Carlo, its size by the
+    profile: 10⁵ / 4·10⁵ / 1.6·10⁶ draws)."""
+    rng = ctx.rng(_STREAM_COV_A) if task == "relu" else None
+    draws = ctx.by_profile(100_000, 400_000, 1_600_000)
+    C = nl.task_covariance(task, V, rng, draws)
     K = len(V)
-    if s.task == "relu" and np.array_equal(V @ V.T, np.eye(K)):
+    if task == "relu" and np.array_equal(V @ V.T, np.eye(K)):
         # on orthonormal features every permutation is an isometry, so the population C is
         # exactly αI + β11ᵀ; averaging the Monte Carlo estimate over that symmetry removes its
         # anisotropic noise (and β11ᵀ does not act on r, since 1ᵀr = 0)
         off = (C.sum() - np.trace(C)) / (K * (K - 1))
         C = (np.trace(C) / K - off) * np.eye(K) + off * np.ones((K, K))
     return nl.normalised_covariance(C)
+
+
+@lru_cache(maxsize=16)
+def _orthonormal_cov(K: int, d: int, task: str, seed: int, profile: str) -> np.ndarray:
+    """:func:`_cov_A` on K orthonormal features in R^d (cached: the claims' runs share it;
+    callers must not modify it)."""
+    return _cov_A(task, nl.orthonormal_features(K, d), _profile_ctx(seed, profile))
 
 
 def _pair_curvatures(C: np.ndarray, V: np.ndarray) -> np.ndarray:
@@ -290,8 +332,30 @@ def _pair_curvatures(C: np.ndarray, V: np.ndarray) -> np.ndarray:
     return e[~np.eye(len(V), dtype=bool)]
 
 
-def _weakest_pair_curvature(C: np.ndarray, V: np.ndarray) -> float:
-    return float(_pair_curvatures(C, V).min())
+def _curvature_range(C: np.ndarray, V: np.ndarray) -> tuple[float, float]:
+    """(weakest, strongest) pair curvature; coinciding features cannot be told apart."""
+    e = _pair_curvatures(C, V)
+    if not e.min() > 0:
+        raise NumericalTrouble("two features coincide (or the task cannot tell them apart): the "
+                               "relevant-token attention is not identifiable, so no horizon or "
+                               "rate can be derived")
+    return float(e.min()), float(e.max())
+
+
+def _model_B(s: NonlinearSetting, ctx, *, curvature: bool = True):
+    """Model B's features, prompts and (optionally) the (weakest, strongest) pair curvature of
+    the scale-1 task covariance: ``(V, batch, (c_min, c_max) or None)``."""
+    V = nl.random_unit_features(s.K, s.d, ctx.rng(_STREAM_FEATURES_B))
+    batch = nl.make_prompts(V, s.prompts, s.N, s.noise, s.task, ctx.rng(_STREAM_PROMPTS_B))
+    if not curvature:
+        return V, batch, None
+    C = nl.task_covariance(s.task, V, ctx.rng(_STREAM_COV_B), _COV_B_DRAWS)
+    return V, batch, _curvature_range(C, V)
+
+
+def _stiffness_over_L(K: int, eta: float, c_max: float, Ls) -> np.ndarray:
+    """isotropic_stiffness at each L, with the strongest pair's curvature times L²."""
+    return np.array([nl.isotropic_stiffness(K, eta * c_max * float(L) ** 2) for L in Ls])
 
 
 def _horizon(K: int, theta: float, eta_c: float, factor: float, extra: int = 50) -> int:
@@ -413,13 +477,6 @@ def _isotropic_derivation() -> Derivation:
     return d
 
 
-def _derivation_check(ctx, d: Derivation) -> None:
-    ctx.derivation = d
-    ctx.condition("derivation verified", d.ok, predicted="every step verified",
-                  measured=d.summary(), why="a refuted or undecided step would make the "
-                  "predicted constants unfounded")
-
-
 # ----------------------------------------------------------------- threshold times over L
 
 
@@ -434,24 +491,11 @@ class _Sweep:
     stiffness: np.ndarray  # per L: isotropic_stiffness with the strongest pair's curvature
 
 
-class _SeededCtx:
-    """The seeded generators and profile of a CheckContext, for cached computations."""
-
-    def __init__(self, seed: int, profile: str):
-        self.seed = seed
-        self.profile = profile
-
-    def rng(self, *stream: int) -> np.random.Generator:
-        return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
-
-
 @lru_cache(maxsize=4)
 def _population_sweep(K, d, task, eta, cap, seed, profile, Ls, th_max):
     """Model A runs for several L at one η until every run's mean attention reaches ``th_max``
     (cached: l-scaling and summary-fast-rate share it; callers must not modify the arrays)."""
-    s = NonlinearSetting(model="A", task=task, K=K, d=d, eta=eta)
-    V = nl.orthonormal_features(K, d)
-    C = _cov_A(s, V, _SeededCtx(seed, profile))
+    C = _orthonormal_cov(K, d, task, seed, profile)
     L2 = np.asarray(Ls) ** 2
 
     def stop(view):
@@ -469,10 +513,8 @@ def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Swe
     K = s.K
     if s.model == "A":
         V = nl.orthonormal_features(K, s.d)
-        C = _cov_A(s, V, ctx)
-        c1 = _weakest_pair_curvature(C, V)
-        stiff = np.array([nl.isotropic_stiffness(K, s.eta * float(_pair_curvatures(C, V).max())
-                                                 * L**2) for L in Ls])
+        c1, c_max = _curvature_range(_orthonormal_cov(K, s.d, s.task, s.seed, ctx.profile), V)
+        stiff = _stiffness_over_L(K, s.eta, c_max, Ls)
         cap = s.steps or _horizon(K, th_max, s.eta * c1 * Ls.min() ** 2, 1.5)
         if _too_long(ctx, cap, MAX_STEPS_A, f"reaching θ={th_max:g} at L={Ls.min():g}"):
             return None
@@ -485,11 +527,8 @@ def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Swe
         idx = _sample_idx(steps + 1)
         curves = [(t[idx], tm[r, idx]) for r in range(len(Ls))]
         return _Sweep(Ls, thetas, T, curves, steps, "model A (population)", stiff)
-    V = nl.random_unit_features(K, s.d, ctx.rng(10))
-    batch = nl.make_prompts(V, s.prompts, s.N, s.noise, s.task, ctx.rng(11))
-    pc = _pair_curvatures(nl.task_covariance(s.task, V, ctx.rng(12), 100_000), V)
-    c1 = float(pc.min())
-    stiff = np.array([nl.isotropic_stiffness(K, s.eta * float(pc.max()) * L**2) for L in Ls])
+    _, batch, (c1, c_max) = _model_B(s, ctx)
+    stiff = _stiffness_over_L(K, s.eta, c_max, Ls)
     T = np.full((len(Ls), len(thetas)), np.nan)
     curves = []
     steps = 0
@@ -539,14 +578,36 @@ def _slope_checks(ctx, sw: _Sweep, s, predicted_slope: float, name: str, tol_cla
         fit = loglog_fit(sw.Ls[use], T[use])
         lag = float(nl.euler_lag_steps(th, s.K, 1.0)) + 1.0
         allow = slope_allowance(fit, T[use], lag)
-        ctx.close(f"{name}, θ={th:g}", predicted=predicted_slope, measured=fit.slope,
-                  atol=tol_claim + allow,
-                  why=f"{why_claim}; plus {allow:.3g} = first-order effect of ±{lag:.2g} steps on "
-                      f"each T (GD's Euler lag ½|ln(rate ratio)| + 1 step of interpolation); "
-                      f"{int(use.sum())} L values in the small-step regime (T ≥ "
-                      f"{MIN_STEPS_FOR_RATE} steps, stiffness ≤ {MAX_STIFFNESS:g})")
+        why = (f"{why_claim}; plus {allow:.3g} = first-order effect of ±{lag:.2g} steps on "
+               f"each T (GD's Euler lag ½|ln(rate ratio)| + 1 step of interpolation); "
+               f"{int(use.sum())} L values in the small-step regime (T ≥ "
+               f"{MIN_STEPS_FOR_RATE} steps, stiffness ≤ {MAX_STIFFNESS:g})")
+        check = ctx.close(f"{name}, θ={th:g}", predicted=predicted_slope, measured=fit.slope,
+                          atol=tol_claim + allow, why=why)
+        if check.passed and allow > tol_claim:
+            # the step-rounding uncertainty alone exceeds the claim's tolerance (L values too
+            # close, or times too short): agreement is not evidence; only a miss decides
+            check.passed = None
+            check.detail += (f"; undecided: the allowance {allow:.3g} exceeds the claim's "
+                             f"tolerance {tol_claim:g} (spread the L values or lower η)")
         slopes.append(fit.slope)
     return slopes
+
+
+def _model_sweeps(s: LScalingSetting, ctx, what: str, why: str):
+    """Per model of ``s``: note its setting, sweep the threshold times over ``s.Ls``, plot them
+    and check each θ's fitted slope against ``ctx.predicted[key]`` (``what`` = (key, check
+    name)); yields ``(model setting, sweep, slopes)`` for the sweeps that ran."""
+    key, name = what
+    for m in s.per_model():
+        _note_model(ctx, m)
+        sw = _sweep_times(m, ctx, m.Ls, m.thetas)
+        if sw is None:
+            continue
+        slopes = _slope_checks(ctx, sw, m, float(ctx.predicted[key]), f"model {m.model}: {name}",
+                               0.1, why)
+        _sweep_plots(ctx, sw, m.eta)
+        yield m, sw, slopes
 
 
 def _sweep_plots(ctx, sw: _Sweep, eta: float) -> None:
@@ -572,7 +633,28 @@ def _sweep_plots(ctx, sw: _Sweep, eta: float) -> None:
 # =============================================================================== claims
 
 
-class Rescaling(Claim):
+class _RescalingConsequence(Claim):
+    """Claims that follow from the rescaling identity (and show its derivation)."""
+
+    def derive(self, s) -> Derivation:
+        return _rescaling_derivation()
+
+
+class _IsotropicClaim(Claim):
+    """Claims on isotropic model A (C = cI, orthonormal features): one derivation, one run."""
+
+    setting_type = IsotropicSetting
+
+    def derive(self, s) -> Derivation:
+        return _isotropic_derivation()
+
+    def _verified_run(self, s: IsotropicSetting, ctx):
+        """Verify the derivation, then :func:`_isotropic_run` (``None``: inconclusive)."""
+        ctx.verify_derivation(self.derive(s))
+        return _isotropic_run(s, ctx)
+
+
+class Rescaling(_RescalingConsequence):
     id = "nonlinear.rescaling"
     title = "GD at (η, L) is GD at (ηL²/L'², L'): identical weights, loss ratio L²/L'²"
     source = f"{ARXIV}; identity derived here (reference §6.1)"
@@ -585,27 +667,20 @@ class Rescaling(Claim):
     def constants(self, s: RescalingSetting) -> dict:
         return {"eta_exponent": 2.0, "loss_ratio": (s.L / s.L_prime) ** 2}
 
-    def derive(self, s) -> Derivation:
-        return _rescaling_derivation()
-
     def check(self, s: RescalingSetting, ctx) -> None:
-        _derivation_check(ctx, self.derive(s))
+        ctx.verify_derivation(self.derive(s))
         p = float(ctx.predicted["eta_exponent"])
         eta2 = s.eta * (s.L / s.L_prime) ** p
         ctx.measure("eta_prime", eta2)
-        if s.model == "A":
-            V = nl.orthonormal_features(s.K, s.d)
-            C = _cov_A(s, V, ctx)
-            r1 = nl.run_population_gd(C * s.L**2, s.eta, s.steps)
-            r2 = nl.run_population_gd(C * s.L_prime**2, eta2, s.steps)
-            W1, W2, l1, l2 = r1.B[0], r2.B[0], r1.loss[0], r2.loss[0]
-            a1, a2 = r1.target_mean[0], r2.target_mean[0]
-        else:
-            V = nl.random_unit_features(s.K, s.d, ctx.rng(10))
-            batch = nl.make_prompts(V, s.prompts, s.N, s.noise, s.task, ctx.rng(11))
-            r1 = nl.run_prompt_gd(batch, s.L, s.eta, s.steps)
-            r2 = nl.run_prompt_gd(batch, s.L_prime, eta2, s.steps)
-            W1, W2, l1, l2, a1, a2 = r1.Q, r2.Q, r1.loss, r2.loss, r1.attn, r2.attn
+        run = self._runner(s, ctx)
+        W1, l1, a1 = run(s.L, s.eta)
+        W2, l2, a2 = run(s.L_prime, eta2)
+        tiny = np.finfo(float).tiny
+        if not np.max(np.abs(W1)) >= tiny:
+            ctx.inconclusive(f"the weights did not move out of the subnormal range in {s.steps} "
+                             f"steps at η = {s.eta:g}: comparing them would test nothing; raise η "
+                             "or 'steps'")
+            return
         ratio = s.L / s.L_prime
         # fl(2^k x) = 2^k fl(x): with a power-of-two L/L' and an integer exponent every scaled
         # quantity (labels or C, η', gradients) is an exact power-of-two multiple
@@ -623,23 +698,51 @@ class Rescaling(Claim):
                   measured=rel, atol=1e-10,
                   why="exact identity in real arithmetic; float64 rounding (~1e-16 per operation)"
                       " accumulated over the run stays far below 1e-10")
-        ok = (l2 > 0)
-        lr = l1[ok] / l2[ok]
-        ctx.close("loss ratio ℓ(η,L)/ℓ(η',L') at every step", predicted=ctx.predicted["loss_ratio"],
-                  measured=float(lr[np.argmax(np.abs(lr - ctx.predicted["loss_ratio"]))]),
-                  rtol=1e-10, why="exact identity ℓ_L = L²ℓ₁ on identical weights; float64 rounding")
+        if np.all(l1 >= tiny) and np.all(l2 >= tiny):
+            lr = l1 / l2
+            ctx.close("loss ratio ℓ(η,L)/ℓ(η',L') at every step",
+                      predicted=ctx.predicted["loss_ratio"],
+                      measured=float(lr[np.argmax(np.abs(lr - ctx.predicted["loss_ratio"]))]),
+                      rtol=1e-10, why="exact identity ℓ_L = L²ℓ₁ on identical weights; float64 "
+                                      "rounding")
+        else:
+            ctx.inconclusive("a loss fell below the smallest normal float64 (L or L' too small): "
+                             "its ratio cannot be resolved to 1e-10")
         ctx.close("relevant attention trajectories equal", predicted=0.0,
                   measured=float(np.max(np.abs(a1 - a2))), atol=1e-10,
                   why="attention depends only on the weights, which are equal up to rounding")
         idx = _sample_idx(len(l1), log=False)
-        ctx.plot(Plot(f"Rescaling: (η, L) = ({s.eta:g}, {s.L:g}) vs ({eta2:g}, {s.L_prime:g})",
+        with np.errstate(under="ignore", divide="ignore", invalid="ignore"):  # plot only
+            ctx.plot(self._plot(s, eta2, idx, l1, l2))
+
+    @staticmethod
+    def _runner(s: RescalingSetting, ctx):
+        """``run(L, η)`` → (final weights, loss per step, mean relevant attention per step),
+        on one problem (model A covariance or model B prompts) shared by both runs."""
+        if s.model == "A":
+            C = _orthonormal_cov(s.K, s.d, s.task, s.seed, ctx.profile)
+
+            def run(L, eta):
+                r = nl.run_population_gd(C * L**2, eta, s.steps)
+                return r.B[0], r.loss[0], r.target_mean[0]
+            return run
+        _, batch, _ = _model_B(s, ctx, curvature=False)
+
+        def run(L, eta):
+            r = nl.run_prompt_gd(batch, L, eta, s.steps)
+            return r.Q, r.loss, r.attn
+        return run
+
+    @staticmethod
+    def _plot(s, eta2, idx, l1, l2) -> Plot:
+        return (Plot(f"Rescaling: (η, L) = ({s.eta:g}, {s.L:g}) vs ({eta2:g}, {s.L_prime:g})",
                       "GD step", "loss / L²",
                       [Series(idx, l1[idx] / s.L**2, f"L={s.L:g}"),
                        Series(idx, l2[idx] / s.L_prime**2, f"L'={s.L_prime:g}", "dashed")],
                       logy=True, caption="After dividing by L² the two loss curves coincide."))
 
 
-class LScaling(Claim):
+class LScaling(_RescalingConsequence):
     id = "nonlinear.l-scaling"
     title = "Every attention-threshold time scales as L⁻² at fixed η (slope −2 of log T vs log L)"
     source = f"{ARXIV}; consequence of the rescaling identity (reference §6.1, §8 C-L-SCALING)"
@@ -653,27 +756,18 @@ class LScaling(Claim):
     def constants(self, s) -> dict:
         return {"slope": -2.0}
 
-    def derive(self, s) -> Derivation:
-        return _rescaling_derivation()
-
     def check(self, s: LScalingSetting, ctx) -> None:
-        _derivation_check(ctx, self.derive(s))
+        ctx.verify_derivation(self.derive(s))
         for key in ("slopes", "T", "L2_times_T", "steps_run"):
             ctx.measure(key, {})
-        for m in s.per_model():
-            _note_model(ctx, m)
-            sw = _sweep_times(m, ctx, m.Ls, m.thetas)
-            if sw is None:
-                continue
-            slopes = _slope_checks(ctx, sw, m, float(ctx.predicted["slope"]),
-                                   f"model {m.model}: slope of log T vs log L", 0.1,
-                                   "±0.1: the claim's tolerance for GD in its small-step regime, "
-                                   "where the step corrections to the flow are a few per cent")
+        for m, sw, slopes in _model_sweeps(
+                s, ctx, ("slope", "slope of log T vs log L"),
+                "±0.1: the claim's tolerance for GD in its small-step regime, where the step "
+                "corrections to the flow are a few per cent"):
             ctx.measured["slopes"][m.model] = slopes
             ctx.measured["T"][m.model] = np.round(sw.T, 3).tolist()
             ctx.measured["L2_times_T"][m.model] = np.round(sw.T * (sw.Ls**2)[:, None], 3).tolist()
             ctx.measured["steps_run"][m.model] = sw.steps
-            _sweep_plots(ctx, sw, m.eta)
 
 
 class SummaryFastRate(Claim):
@@ -692,20 +786,13 @@ class SummaryFastRate(Claim):
     def check(self, s: FastRateSetting, ctx) -> None:
         for key in ("measured_slope", "T_fast", "L2_times_T_fast"):
             ctx.evidence[key] = {}
-        for m in s.per_model():
-            _note_model(ctx, m)
-            sw = _sweep_times(m, ctx, m.Ls, m.thetas)
-            if sw is None:
-                continue
-            slopes = _slope_checks(ctx, sw, m, float(ctx.predicted["slope"]),
-                                   f"model {m.model}: slope of log T_fast vs log L", 0.1,
-                                   "±0.1, the same tolerance as nonlinear.l-scaling")
+        for m, sw, slopes in _model_sweeps(s, ctx, ("slope", "slope of log T_fast vs log L"),
+                                           "±0.1, the same tolerance as nonlinear.l-scaling"):
             ctx.evidence["measured_slope"][m.model] = slopes
             ctx.evidence["T_fast"][m.model] = {f"L={L:g}": float(T)
                                                for L, T in zip(sw.Ls, sw.T[:, 0])}
             ctx.evidence["L2_times_T_fast"][m.model] = {f"L={L:g}": float(T * L**2)
                                                         for L, T in zip(sw.Ls, sw.T[:, 0])}
-            _sweep_plots(ctx, sw, m.eta)
         ctx.measure("slopes", ctx.evidence["measured_slope"])
         ctx.evidence["why"] = ("with squared loss and ŷ linear in the labels, GD at (η, L) is GD at "
                                "(ηL², 1); T_fast·L² is constant, so the exponent of L is −2, not −1 "
@@ -726,7 +813,15 @@ class SummaryThreshold(Claim):
         return {"L_star": math.sqrt(s.d / s.N), "slope_identity": -2.0}
 
     def check(self, s: ThresholdSetting, ctx) -> None:
-        Ls_ = float(ctx.predicted["L_star"]) * np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+        L_star = float(ctx.predicted["L_star"])
+        Ls_ = L_star * np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+        if not (math.isfinite(L_star) and L_star > 0):
+            raise BadInput(f"--predict L_star: a threshold on L must be positive, got {L_star:g}")
+        try:
+            for L in Ls_:
+                _check_eta_L2(s.eta, float(L))
+        except SettingError as exc:
+            raise BadInput(f"--predict L_star={L_star:g}: the sweep L*/4..4L* gives {exc}") from None
         sw = _sweep_times(s, ctx, Ls_, [s.theta])
         if sw is not None:
             _slope_checks(ctx, sw, s, float(ctx.predicted["slope_identity"]),
@@ -737,10 +832,12 @@ class SummaryThreshold(Claim):
             L2T = sw.T[:, 0] * Ls_**2
             ctx.measure("L_values", Ls_.tolist())
             ctx.measure("L2_times_T", L2T.tolist())
-            ctx.note("At fixed η, L²·T_θ is the same on both sides of the summary's L* = "
-                     f"√(d/n) = {ctx.predicted['L_star']:.4g}: {np.round(L2T, 1).tolist()} — the "
-                     "dynamics depend on η and L only through ηL², so no regime change can appear "
-                     "at an L* that does not involve η.")
+            spread = float(L2T.max() / L2T.min() - 1)
+            ctx.note(f"At fixed η, L²·T_θ across the summary's L* = √(d/n) = "
+                     f"{ctx.predicted['L_star']:.4g}: {np.round(L2T, 1).tolist()} (spread "
+                     f"{spread:.2%}; GD's step rounding makes short times differ). The dynamics "
+                     "depend on η and L only through ηL², so no regime change can appear at an "
+                     "L* that does not involve η.")
         ctx.add(Check("threshold L* ~ √(d/n)", "regime change at √(d/n)", "undecidable", None,
                       "the paper's confirmed threshold is Θ(1/(Δδ)), with no d or n; Δ and δ are "
                       "not defined in the available text, and with η fixed the rescaling identity "
@@ -756,7 +853,7 @@ class SummaryThreshold(Claim):
                          "summary's formulas appear nowhere in the available paper text")
 
 
-class TwoPhase(Claim):
+class TwoPhase(_IsotropicClaim):
     id = "nonlinear.two-phase"
     title = "Fast rise to attention 0.5, then slow t^(−1/2) convergence; loss·t → (K−1)/(4η)"
     source = f"{ARXIV}, abstract (two phases; confirmed); rates derived here (reference §6.3)"
@@ -764,7 +861,6 @@ class TwoPhase(Claim):
     statement = (r"T_{0.5}\ll T_{1-\delta};\quad 1-p(t)\propto t^{-1/2};\quad "
                  r"\frac{d\log T(\delta)}{d\log\delta}\in[-2.1,-1.85]\ (\delta\le0.01);\quad "
                  r"\ell(t)\,t\to\frac{K-1}{4\eta}\ \pm5\%\quad(C=cI)")
-    setting_type = IsotropicSetting
     negative_control = "a t^(−1) late phase (--predict late_exponent=-1) or a wrong loss·t limit fails"
 
     def constants(self, s: IsotropicSetting) -> dict:
@@ -772,12 +868,8 @@ class TwoPhase(Claim):
                 "late_exponent": -0.5, "slope_lo": -2.1, "slope_hi": -1.85,
                 "loss_t_limit": (s.K - 1) / (4 * s.eta)}
 
-    def derive(self, s) -> Derivation:
-        return _isotropic_derivation()
-
     def check(self, s: IsotropicSetting, ctx) -> None:
-        _derivation_check(ctx, self.derive(s))
-        run = _isotropic_run(s, ctx)
+        run = self._verified_run(s, ctx)
         if run is None:
             return
         t, p, loss, T, T05, H = run
@@ -786,8 +878,10 @@ class TwoPhase(Claim):
         z1 = math.log(p[1] * (s.K - 1) / (1 - p[1]))  # logit gap after the first GD step
         ctx.close("phase 1 starts at the rate ηc/K² (gap after one step)",
                   predicted=P["initial_rate"], measured=z1, rtol=1e-9,
+                  atol=8 * np.finfo(float).eps / (1 - p[1]),
                   why="the first GD step from B = 0 moves the gap by exactly ηc/K² (derivation); "
-                      "float64 rounding in softmax and log only")
+                      "float64 rounding in softmax and log only: a few ulp of p, which the logit "
+                      "amplifies by at most 1/(1−p) (the atol)")
         ratio = T05 / T[-1]
         ctx.measure("T_0.5", T05)
         ctx.measure("T_delta", dict(zip([f"{x:g}" for x in deltas], T.tolist())))
@@ -842,9 +936,7 @@ class TwoPhase(Claim):
 @lru_cache(maxsize=8)
 def _isotropic_traj(K, d, task, L, eta, steps, seed, profile):
     """One model-A run on orthonormal features (cached: two-phase and asymptote share it)."""
-    s = NonlinearSetting(model="A", task=task, K=K, d=d, L=L, eta=eta)
-    V = nl.orthonormal_features(K, d)
-    C = _cov_A(s, V, _SeededCtx(seed, profile)) * L**2
+    C = _orthonormal_cov(K, d, task, seed, profile) * L**2
     tr = nl.run_population_gd(C, eta, steps)
     return tr.t, tr.target_mean[0], tr.loss[0]
 
@@ -872,7 +964,7 @@ def _isotropic_run(s: IsotropicSetting, ctx):
     return t, p, loss, T, T05, H
 
 
-class Asymptote(Claim):
+class Asymptote(_IsotropicClaim):
     id = "nonlinear.asymptote"
     title = "T(1−δ) ≈ (K−1)²/(2Kηcδ²) within 5%; T(0.5) ≈ 1.0–1.5 × K²/(ηc) for K = 4..32"
     source = f"derived here for the isotropic case of {ARXIV} (reference §6.3, C-ASYMPTOTE, C-K-SCALING)"
@@ -895,13 +987,9 @@ class Asymptote(Claim):
             "k_ratio_flow": [float(nl.isotropic_flow_time(0.5, k, 1.0)) / k**2 for k in Ks],
         }
 
-    def derive(self, s) -> Derivation:
-        return _isotropic_derivation()
-
     def check(self, s: AsymptoteSetting, ctx) -> None:
-        _derivation_check(ctx, self.derive(s))
         P = ctx.predicted
-        run = _isotropic_run(s, ctx)
+        run = self._verified_run(s, ctx)
         if run is None:
             return
         t, p, loss, T, T05, H = run
@@ -980,9 +1068,8 @@ class Oscillation(Claim):
     def check(self, s: OscillationSetting, ctx) -> None:
         P = ctx.predicted
         V = nl.near_duplicate_features(s.K, s.d, s.overlap)
-        C = _cov_A(s, V, ctx) * s.L**2
-        c_pair = _weakest_pair_curvature(C, V)
-        c_max = float(_pair_curvatures(C, V).max())
+        C = _cov_A(s.task, V, ctx) * s.L**2
+        c_pair, c_max = _curvature_range(C, V)
         if _outside_small_step(ctx, s.K, s.eta * c_max, "strongest feature pair"):
             return
         H = s.steps or _horizon(s.K, s.theta, s.eta * c_pair, 1.0)
@@ -1001,36 +1088,37 @@ class Oscillation(Claim):
         t_half = t_peak + int(np.argmax(after)) if after.any() else None
         Tq = threshold_times(tr.t, tr.target[0].T, [s.theta])[:, 0]
         T_close, T_far = float(Tq[0]), float(np.mean(Tq[2:]))
-        ctx.measure("peak_wrong_attention", peak)
         ctx.measure("peak_step", t_peak)
         ctx.measure("peak_etaL2t", t_peak * s.eta * s.L**2)
         ctx.measure("half_decay_step", t_half)
         ctx.measure("wrong_attention_at_end", float(wrong[-1]))
         ctx.measure("steps_run", tr.steps)
-        ctx.condition("wrong-feature attention peaks above peak_min", peak > P["peak_min"],
-                      predicted=f"> {P['peak_min']:g}", measured=peak,
-                      why="exact population dynamics, no sampling: a strict inequality")
-        if t_half is None:
-            ctx.inconclusive(f"the wrong attention did not fall to half its peak within {H} steps "
-                             "(raise 'steps')")
-        else:
-            decay = (t_half - t_peak) / max(t_peak, 1)
-            ctx.measure("slow_decay_ratio", decay)
-            ctx.condition("then decays slowly: (t_half − t_peak)/t_peak > slow_decay_min",
-                          decay > P["slow_decay_min"], predicted=f"> {P['slow_decay_min']:g}",
-                          measured=decay, why="exact dynamics; halving the peak takes many times "
-                          "longer than the rise")
-        if math.isnan(T_close) or math.isnan(T_far):
-            ctx.inconclusive(f"attention θ={s.theta:g} not reached within {H} steps (raise 'steps')")
-        else:
-            ratio = T_close / T_far
+        decay = None if t_half is None else (t_half - t_peak) / max(t_peak, 1)
+        reached = not (math.isnan(T_close) or math.isnan(T_far))
+        if reached:
             ctx.measure("T_close", T_close)
             ctx.measure("T_far", T_far)
-            ctx.measure("slowdown_ratio", ratio)
-            ctx.condition("near-duplicate query converges much more slowly",
-                          ratio > P["slowdown_min"], predicted=f"> {P['slowdown_min']:g}",
-                          measured=ratio, why="feature separation Δ controls the slow phase; "
-                          "exact dynamics")
+        # (value, predicted key, check name, why, reason when the run could not measure it)
+        for key, value, pkey, name, why, missing in (
+            ("peak_wrong_attention", peak, "peak_min",
+             "wrong-feature attention peaks above peak_min",
+             "exact population dynamics, no sampling: a strict inequality", None),
+            ("slow_decay_ratio", decay, "slow_decay_min",
+             "then decays slowly: (t_half − t_peak)/t_peak > slow_decay_min",
+             "exact dynamics; halving the peak takes many times longer than the rise",
+             f"the wrong attention did not fall to half its peak within {H} steps "
+             "(raise 'steps')"),
+            ("slowdown_ratio", T_close / T_far if reached else None, "slowdown_min",
+             "near-duplicate query converges much more slowly",
+             "feature separation Δ controls the slow phase; exact dynamics",
+             f"attention θ={s.theta:g} not reached within {H} steps (raise 'steps')"),
+        ):
+            if value is None:
+                ctx.inconclusive(missing)
+                continue
+            ctx.measure(key, value)
+            ctx.condition(name, value > P[pkey], predicted=f"> {P[pkey]:g}", measured=value,
+                          why=why)
         idx = _sample_idx(tr.steps + 1)
         x = np.maximum(tr.t[idx], 1) * s.eta * s.L**2
         ctx.plot(Plot(f"Near-duplicate pair (ρ = {s.overlap:g}, task {s.task})", "η L² t",
@@ -1062,7 +1150,8 @@ class FinalAttention(Claim):
     statement = (r"\overline{\mathrm{Attn}_+}(H)\ge0.95,\qquad \ell(H)\le3\times10^{-3}\,\ell(0)"
                  r"\quad(\text{mean over prompts; no per-prompt minimum is claimed})")
     setting_type = FinalAttentionSetting
-    negative_control = "a stricter target (--predict attn_min=0.99) fails at the same horizon"
+    negative_control = ("a stricter target (--predict attn_min=0.995) fails within the steps the "
+                        "claim needed; N=1 (mean attention capped near 1/K) fails")
 
     def constants(self, s) -> dict:
         return {"attn_min": 0.95, "loss_ratio_max": 3e-3}
@@ -1072,27 +1161,27 @@ class FinalAttention(Claim):
         K = s.K
         # the horizon comes from the claim's own target, never from a --predict override
         theta = min(max(float(self.constants(s)["attn_min"]), 1.0 / K + 1e-3), 1 - 1e-6)
-        V = nl.random_unit_features(K, s.d, ctx.rng(10))
-        C = nl.task_covariance(s.task, V, ctx.rng(12), 100_000) * s.L**2
-        c_eff = _weakest_pair_curvature(C, V)
-        H = s.steps or _horizon(K, theta, s.eta * c_eff, 0.6)
-        ctx.note(f"Horizon {H} steps: 0.6 × the isotropic flow time to attention {theta:g} with "
-                 f"the weakest feature pair's curvature γ(Δ²/2)² = {c_eff:.4g} (that estimate "
-                 "over-estimates the slowest pair's time 2–4.5× in model A).")
+        _, batch, (c_eff, _) = _model_B(s, ctx)
+        c_eff *= s.L**2
+        H = s.steps or _horizon(K, theta, s.eta * c_eff, 2.0)
+        ctx.note(f"Horizon {H} steps" + ("" if s.steps else
+                 f": 2 × the isotropic flow time to attention {theta:g} with the weakest feature "
+                 f"pair's curvature γ(Δ²/2)² = {c_eff:.4g} (a heuristic: missing it makes the "
+                 "verdict inconclusive, not fails; set 'steps' to judge at a fixed time)")
+                 + "; the run stops once both targets are met.")
+        if _too_long(ctx, H, _max_steps_B(s), "reaching the targets"):
+            return
 
         def stop(att, loss, t):
             return bool(att[-1] >= P["attn_min"] and loss[-1] <= P["loss_ratio_max"] * loss[0])
 
-        cap = _max_steps_B(s)
-        truncated = H > cap
-        if truncated:
-            ctx.note(f"The horizon {H} exceeds the work cap; the run stops at {cap} steps and an "
-                     "unmet target is then reported as inconclusive, not as a failure.")
-            H = cap
-        batch = nl.make_prompts(V, s.prompts, s.N, s.noise, s.task, ctx.rng(11))
         tr = nl.run_prompt_gd(batch, s.L, s.eta, H, stop=stop, check_every=50)
         att, att_min, loss, steps = tr.attn, tr.attn_min, tr.loss, tr.steps
         if not _guard_descent(ctx, loss, f"model {s.model}"):
+            return
+        if not loss[0] >= np.finfo(float).tiny:
+            ctx.inconclusive(f"the initial loss {loss[0]:.3g} underflows (L = {s.L:g} too small "
+                             "for float64): no loss ratio")
             return
         ratio = float(loss[-1] / loss[0])
         ceiling = float(np.mean(batch.same.sum(axis=1) > 0))
@@ -1106,9 +1195,14 @@ class FinalAttention(Claim):
                  f"attention cannot exceed {ceiling:.4g}, and those prompts (with token noise σ = "
                  f"{s.noise:g}) keep a loss floor.")
         met = att[-1] >= P["attn_min"] and ratio <= P["loss_ratio_max"]
-        if truncated and not met:
-            ctx.inconclusive(f"targets not met within the work cap of {cap} steps (horizon "
-                             f"{s.steps or 'derived'}); set 'steps' or a larger η·L²")
+        if ceiling < P["attn_min"]:
+            ctx.evidence["attention_ceiling"] = (
+                f"only {ceiling:.4g} of the prompts contain a token with the query's feature, so "
+                f"the mean relevant-token attention can never reach {P['attn_min']:g}")
+        elif not met and s.steps is None:
+            ctx.inconclusive(f"targets not met within the derived horizon of {H} steps (mean "
+                             f"attention {float(att[-1]):.4g}, loss ratio {ratio:.3g}); the "
+                             "horizon is a heuristic, so this is not a failure: set 'steps'")
             return
         ctx.condition("mean relevant-token attention ≥ attn_min", att[-1] >= P["attn_min"],
                       predicted=f"≥ {P['attn_min']:g}", measured=float(att[-1]),
@@ -1144,8 +1238,7 @@ class Regimes(Claim):
         return {"collapse_rtol": 1e-9}
 
     def check(self, s: RegimesSetting, ctx) -> None:
-        V = nl.orthonormal_features(s.K, s.d)
-        C = _cov_A(s, V, ctx)
+        C = _orthonormal_cov(s.K, s.d, s.task, s.seed, ctx.profile)
         # 1) at fixed ηL² the whole trajectory is the same for every L (so no L-threshold at
         #    fixed ηL²): three (η, L) pairs with the same product
         Ls = np.array([0.5, 1.0, 3.0])
@@ -1167,16 +1260,20 @@ class Regimes(Claim):
         tr2 = nl.run_population_gd(np.broadcast_to(C, (len(prods), s.K, s.K)), prods, H2)
         t = tr2.t
         exps = []
+        i1 = len(t) - 1
+        i0 = max(i1 // 4, 1)
         for r in range(len(prods)):
-            i1 = len(t) - 1
-            i0 = max(i1 // 4, 1)
-            exps.append(float(np.log(tr2.loss[r, i1] / tr2.loss[r, i0]) / np.log(t[i1] / t[i0])))
+            l0, l1 = tr2.loss[r, i0], tr2.loss[r, i1]
+            ok = i1 > i0 and min(l0, l1) >= np.finfo(float).tiny
+            exps.append(float(np.log(l1 / l0) / np.log(t[i1] / t[i0])) if ok else float("nan"))
         ctx.measure("late_loss_exponent", dict(zip([f"{x:g}" for x in prods], exps)))
         ctx.measure("loss_times_t", dict(zip([f"{x:g}" for x in prods],
                                              (tr2.loss[:, -1] * t[-1] * prods).tolist())))
-        ctx.note("Late loss decays like t^(exponent) with exponent ≈ −1 at every ηL² tried "
-                 f"({', '.join(f'{e:.3f}' for e in exps)}): polynomial convergence, no "
-                 "log(1/ε) (exponential) regime in plain GD on this model.")
+        ctx.note(f"Late loss decays like t^(exponent); measured exponents over the last ¾ of the "
+                 f"run at ηL² = {', '.join(f'{x:g}' for x in prods)}: "
+                 f"{', '.join(f'{e:.3f}' for e in exps)} (the isotropic flow gives −1, i.e. "
+                 "polynomial convergence; an exponential regime would make them grow without "
+                 "bound). Not asserted: reported for the procedure below.")
         ctx.note("Procedure once Theorems 1–2 are read: take Δ (feature separation) and δ "
                  "(accuracy or non-degeneracy) as defined there; sweep L across Θ(1/(Δδ)) with η "
                  "set by each theorem's step-size rule (flat: η independent of L; sharp: η ≲ 1/L²); "

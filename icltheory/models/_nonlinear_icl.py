@@ -327,7 +327,7 @@ def isotropic_stiffness(K: int, eta_c: float) -> float:
 
     GD is Euler's method with unit step on :math:`\dot z`; it follows the flow (and the Euler
     lag of :func:`euler_lag_steps` is its error) only while this is well below 1 — e.g.
-    :math:`K=2`, :math:`\eta c=16` gives 4, far outside, while :math:`K=8`, :math:`\eta c=16`
+    :math:`K=2`, :math:`\eta c=16` gives 2.5, far outside, while :math:`K=8`, :math:`\eta c=16`
     gives 0.2.
     """
     p = np.linspace(1.0 / K, 1.0, 4001)
