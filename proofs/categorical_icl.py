@@ -39,6 +39,23 @@ def _prompts_field(default, doc="number of random prompts"):
     return Int(default, min=1, doc=doc)
 
 
+def _prompt_sizes(**default: int) -> type:
+    """A Setting base with the prompt-size keys d, dprime, C, N and the given defaults."""
+
+    @dataclass(frozen=True, kw_only=True)
+    class PromptSizes(Setting):
+        d: int = Int(default["d"], min=1, doc="covariate dimension")
+        dprime: int = Int(default["dprime"], min=1, doc="embedding dimension d'")
+        C: int = Int(default["C"], min=2, doc="number of classes")
+        N: int = Int(default["N"], min=1, doc="context length")
+
+    return PromptSizes
+
+
+_ConstructionSizes = _prompt_sizes(d=5, dprime=8, C=25, N=10)  # the issue's done-when sizes
+_SymmetrySizes = _prompt_sizes(d=4, dprime=3, C=6, N=8)  # equivariance and stationarity
+
+
 def _gammas(rng: np.random.Generator, K: int, dp: int, form: str) -> list[np.ndarray]:
     """Per-block step matrices Γ_k (scalar, diagonal or full)."""
     out = []
@@ -72,11 +89,7 @@ def _min_sqdist(X: np.ndarray) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FunctionalGDSetting(Setting):
-    d: int = Int(3, min=1, doc="covariate dimension")
-    dprime: int = Int(2, min=1, doc="embedding dimension d'")
-    C: int = Int(4, min=2, doc="number of classes")
-    N: int = Int(6, min=1, doc="context length")
+class FunctionalGDSetting(_prompt_sizes(d=3, dprime=2, C=4, N=6)):
     K: int = Int(3, min=1, doc="GD steps")
     x_dist: str = _xdist_field("gaussian")
     prompts: int = _prompts_field(200)
@@ -113,10 +126,7 @@ against the kernel recursion, $\max|f^{\rm param}_k-f^{\rm kernel}_k|\le10^{-10}
 
     def check(self, s: FunctionalGDSetting, ctx):
         ctx.note(self.explanation.strip())
-        der = self.derive(s)
-        ctx.derivation = der
-        ctx.condition("derivation verified", der.ok, predicted=True, measured=der.summary(),
-                      why="every SymPy step must be verified (exact tier) for the formula to stand")
+        ctx.verify_derivation(self.derive(s))
         rng = ctx.rng(1)
         B, N, d, dp, C = s.prompts, s.N, s.d, s.dprime, s.C
         W = rng.standard_normal((dp, C))
@@ -210,10 +220,10 @@ the pairwise form $p_c=1/\sum_{c'}e^{(w_{e,c'}-w_{e,c})^\top f}$.
 
     def check(self, s: CrossAttentionSetting, ctx):
         ctx.note(self.explanation.strip())
-        ders = [cross_attention_derivation(C) for C in (2, 3)]
-        ctx.derivation = ders[1]
-        ctx.condition("derivations verified (C = 2, 3)", all(x.ok for x in ders), predicted=True,
-                      measured=[x.summary() for x in ders], why="every SymPy step must verify")
+        der2 = cross_attention_derivation(2)
+        ctx.condition("derivation verified (C = 2)", der2.ok, predicted="all steps verified",
+                      measured=der2.summary(), why="every SymPy step must verify")
+        ctx.verify_derivation(cross_attention_derivation(3))  # the one shown in the report
         rng = ctx.rng(1)
         dp, C, B = s.dprime, s.C, s.prompts
         lay = M.layout(1, dp)
@@ -247,11 +257,7 @@ the pairwise form $p_c=1/\sum_{c'}e^{(w_{e,c'}-w_{e,c})^\top f}$.
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConstructionSetting(Setting):
-    d: int = Int(5, min=1, doc="covariate dimension")
-    dprime: int = Int(8, min=1, doc="embedding dimension d'")
-    C: int = Int(25, min=2, doc="number of classes")
-    N: int = Int(10, min=1, doc="context length")
+class ConstructionSetting(_ConstructionSizes):
     K: int = Int(3, min=1, doc="number of blocks (GD steps)")
     kernel: str = _kernel_field("rbf")
     erase: str = Choice("rbf", M.ERASES, doc="erase-head score: rbf softmax(-λ²‖x_j-x_i‖²) or "
@@ -372,11 +378,7 @@ $f$ slots and the prediction from block 3 on. For $K=1$ every erase is exact (al
 
 
 @dataclass(frozen=True, kw_only=True)
-class SingleStepSetting(Setting):
-    d: int = Int(5, min=1, doc="covariate dimension")
-    dprime: int = Int(8, min=1, doc="embedding dimension d'")
-    C: int = Int(25, min=2, doc="number of classes")
-    N: int = Int(10, min=1, doc="context length")
+class SingleStepSetting(_ConstructionSizes):
     K: int = Int(1, min=1, max=1, doc="number of GD steps (this claim is about K = 1)")
     kernel: str = _kernel_field("rbf")
     x_dist: str = _xdist_field("cube")
@@ -452,11 +454,7 @@ embedding $w_{e,y_i}$; if $\bar w_e\neq0$ the raw embedding is wrong (shown). To
 
 
 @dataclass(frozen=True, kw_only=True)
-class EquivarianceSetting(Setting):
-    d: int = Int(4, min=1, doc="covariate dimension")
-    dprime: int = Int(3, min=1, doc="embedding dimension d'")
-    C: int = Int(6, min=2, doc="number of classes")
-    N: int = Int(8, min=1, doc="context length")
+class EquivarianceSetting(_SymmetrySizes):
     K: int = Int(2, min=1, doc="number of blocks")
     kernel: str = _kernel_field("softmax")
     x_dist: str = _xdist_field("gaussian")
@@ -530,7 +528,7 @@ kernel under Haar rotations ($\lVert\cdot\rVert_1$ is not rotation invariant). T
 """
 
     def constants(self, s):
-        return {"max_loss_change": 0.0}
+        return {"max_loss_change": 0.0, "hidden_state_equivariance_error": 0.0}
 
     def check(self, s: EquivarianceSetting, ctx):
         ctx.note(self.explanation.strip())
@@ -576,7 +574,8 @@ kernel under Haar rotations ($\lVert\cdot\rVert_1$ is not rotation invariant). T
         ctx.close("loss unchanged (transformed parameters; and at the GD structure, untransformed)",
                   predicted=ctx.predicted["max_loss_change"], measured=change, atol=1e-12,
                   why="an exact symmetry evaluated in float64; losses are O(1), round-off ~1e-15")
-        ctx.close("hidden states transform as H → R H", predicted=0.0, measured=worst_hidden, atol=1e-10,
+        ctx.close("hidden states transform as H → R H",
+                  predicted=ctx.predicted["hidden_state_equivariance_error"], measured=worst_hidden, atol=1e-10,
                   why="exact equivariance; hidden entries are O(10), round-off ~1e-14")
         if offS_change:
             m_off = min(offS_change)
@@ -595,11 +594,7 @@ kernel under Haar rotations ($\lVert\cdot\rVert_1$ is not rotation invariant). T
 
 
 @dataclass(frozen=True, kw_only=True)
-class StationaritySetting(Setting):
-    d: int = Int(4, min=1, doc="covariate dimension")
-    dprime: int = Int(3, min=1, doc="embedding dimension d'")
-    C: int = Int(6, min=2, doc="number of classes")
-    N: int = Int(8, min=1, doc="context length")
+class StationaritySetting(_SymmetrySizes):
     K: int = Int(1, min=1, max=3, doc="number of blocks")
     kernel: str = _kernel_field("softmax")
     x_dist: str = _xdist_field("gaussian")
@@ -629,11 +624,12 @@ $x\to Ux$ (off-diagonal and traceless-diagonal parts of the $x$-blocks of $Q_k,K
 $u,v,f$; the $x\to f$ value) is zero. (ii) At $\theta^\star=\arg\min_S\mathcal L$ the whole gradient
 (those components, the traces and the $\Gamma_k$ direction) is zero, and it grows when $\theta^\star$
 is perturbed. Checked by Monte Carlo: antithetic pairs $x\to-x$ with common label uniforms, exact
-expectation over the query label, per-prompt gradients by hand-written backprop
-(finite-difference-checked in the tests), Bonferroni-corrected two-sided z-tests at family-wise
-level `alpha`. **Not known**: whether the theorem's $\Gamma$ is scalar, diagonal or full; whether
-$u,v$ values are tied (for $K\ge2$ the untied direction $V_u+V_v$ and the $f\to f$ value are
-reported, not claimed — they are rotation invariant, so symmetry does not zero them, and they
+expectation over the query label, per-prompt gradients by hand-written backprop (checked in the
+tests against central differences and, when torch is installed, against torch autograd),
+Bonferroni-corrected two-sided z-tests at family-wise level `alpha`. **Not known**: whether the
+theorem's $\Gamma$ is scalar, diagonal or full; whether $u,v$ values are tied (for $K\ge2$ the
+untied direction $V_u+V_v$ and the $f\to f$ value are reported, not claimed — they are rotation
+invariant, so symmetry does not zero them, and they
 come out clearly nonzero); whether $\bar w_e=0$ is assumed; whether $W_e$ or the kernel scale is
 covered. Expected failures: anisotropic $x$ (the symmetry is gone) and a hand-picked `step`.
 """
@@ -778,8 +774,9 @@ class Stationarity(Claim):
         tested = [i for i in chosen if not structural[i]]
         zeros = [i for i in chosen if structural[i]]
         if zeros:
+            zmax = float(np.abs(mean[zeros]).max())
             ctx.condition(f"{where}: structurally zero components are exactly 0 ({len(zeros)})",
-                          predicted == 0.0, predicted=predicted, measured=0.0,
+                          zmax == predicted, predicted=predicted, measured=zmax,
                           why="these parameters multiply token entries that are exactly zero (the "
                               "query's u slot, v = w̄_e = 0 and f = 0 before block 1)")
         m = len(tested)
@@ -857,17 +854,16 @@ class Training(Claim):
                  r"\rVert_F/\lVert M\rVert_F\downarrow\text{ in }L,\ M=Q_x^\top K_x")
     explanation = r"""
 Scaled-down synthetic experiment ($C=25$, $d'=5$, $d=10$, the RBF-bump generator with
-$\lambda_{
-m data}$ = `amplitude`, $x\sim U[-1,1]^d$). Both models are really trained (numpy, hand-written
+$\lambda_{\rm data}$ = `amplitude`, $x\sim U[-1,1]^d$). Both models are really trained (numpy, hand-written
 backprop, Adam, early stopping on a validation set): the **GD model** (the construction with learned
-$W_e$, diagonal steps $lpha_k$ and kernel scale) and a **freely trained Transformer** of the same
+$W_e$, diagonal steps $\alpha_k$ and kernel scale) and a **freely trained Transformer** of the same
 topology (2 softmax heads + free cross-attention per block, free $E_u,E_v$). Trend claims (the paper
 gives no tolerances): (1) at the smallest training-set size $L$ the GD model's test NLL is lower
 than the Transformer's (one-sided paired test); (2) the NLL gap shrinks as $L$ grows
-($	ext{gap}(L_{\max})<$ `max_gap_ratio`$\cdot	ext{gap}(L_{\min})$, one-sided paired test); (3) the
-trained Transformer's $Q_x^	op K_x$ (update-like head: the one closest to a scaled identity) moves
-toward a scaled identity as $L$ grows. Paper (GPU, $N=125$, $K=2$, $L$ up to 32768): GD $pprox0.72$,
-trained TF $0.52	o0.72$. Our sizes are 10–100× smaller; numbers are reported next to the paper's.
+($\text{gap}(L_{\max})<$ `max_gap_ratio`$\cdot\text{gap}(L_{\min})$, one-sided paired test); (3) the
+trained Transformer's $Q_x^\top K_x$ (update-like head: the one closest to a scaled identity) moves
+toward a scaled identity as $L$ grows. Paper (GPU, $N=125$, $K=2$, $L$ up to 32768): GD $\approx0.72$,
+trained TF $0.52\to0.72$. Our sizes are 10–100× smaller; numbers are reported next to the paper's.
 """
 
     def constants(self, s):

@@ -33,14 +33,13 @@ def _random_model(rng, lay, C, kinds, r=3):
     return M.Model(lay, *W, blocks)
 
 
-@pytest.mark.parametrize("kinds", [
-    (("linear", "softmax"), ("exp", "softmax_negsq")),
-    (("rbf", "laplacian"), ("softmax", "delta")),
-])
-def test_backward_matches_central_differences(kinds):
-    """Hand-written per-prompt backprop vs central differences of the summed loss, for every
-    parameter family (heads, cross-attention, embeddings, readout) and the covariates."""
-    rng = np.random.default_rng(7)
+_KINDS = [(("linear", "softmax"), ("exp", "softmax_negsq")), (("rbf", "laplacian"), ("softmax", "delta"))]
+
+
+def _backprop_case(kinds, seed: int):
+    """A random model with the given head kinds, 3 prompts, and M.backward's per-prompt gradients;
+    ``named``: name → (array, its per-prompt gradient) for every parameter and the covariates."""
+    rng = np.random.default_rng(seed)
     lay, C, N, B = M.layout(3, 2), 5, 6, 3
     model = _random_model(rng, lay, C, kinds)
     X = rng.standard_normal((B, N + 1, lay.d))
@@ -48,19 +47,26 @@ def test_backward_matches_central_differences(kinds):
     target = M.softmax(rng.standard_normal((B, C)))
     logits, _, cache = M.forward(model, X, y)
     g = M.backward(model, X, y, target, logits, cache)
+    named = {"X": (X, g["X"]), **{w: (getattr(model, w), g[w]) for w in ("W_u", "W_v", "W_x", "W_ro")}}
+    for b, (blk, gb) in enumerate(zip(model.blocks, g["blocks"])):
+        for h, (head, gh) in enumerate(zip(blk.heads, gb["heads"])):
+            named.update({f"b{b}h{h}{m}": (getattr(head, m), gh[m]) for m in "QKV"})
+        named.update({f"b{b}c{m}": (getattr(blk.cross, m), gb["cross"][m]) for m in ("Qc", "Kc", "Vc")})
+    return rng, model, X, y, target, logits, named
+
+
+@pytest.mark.parametrize("kinds", _KINDS)
+def test_backward_matches_central_differences(kinds):
+    """Hand-written per-prompt backprop vs central differences of the summed loss, for every
+    parameter family (heads, cross-attention, embeddings, readout) and the covariates."""
+    rng, model, X, y, target, _, named = _backprop_case(kinds, 7)
 
     def total():
         return M.query_loss(M.forward(model, X, y)[0], target).sum()
 
-    pairs = [(X, g["X"], False), (model.W_u, g["W_u"], True), (model.W_v, g["W_v"], True),
-             (model.W_x, g["W_x"], True), (model.W_ro, g["W_ro"], True)]
-    for blk, gb in zip(model.blocks, g["blocks"]):
-        for h, gh in zip(blk.heads, gb["heads"]):
-            pairs += [(h.Q, gh["Q"], True), (h.K, gh["K"], True), (h.V, gh["V"], True)]
-        pairs += [(getattr(blk.cross, m), gb["cross"][m], True) for m in ("Qc", "Kc", "Vc")]
     eps = 1e-6
-    for P, G, per_prompt in pairs:
-        G = G.sum(0) if per_prompt else G
+    for name, (P, G) in named.items():
+        G = G if name == "X" else G.sum(0)  # X's gradient is per prompt by its shape
         for _ in range(4):
             idx = tuple(int(rng.integers(0, n)) for n in P.shape)
             old = P[idx]
@@ -70,9 +76,87 @@ def test_backward_matches_central_differences(kinds):
             lo = total()
             P[idx] = old
             fd = (hi - lo) / (2 * eps)
-            # central differences: truncation O(eps²) plus cancellation ~1e-16/eps ≈ 1e-10;
-            # the Laplacian kernel is smooth away from ties (none at random points)
-            assert abs(fd - G[idx]) <= 1e-6 * max(1.0, abs(fd)), (P.shape, idx, fd, G[idx])
+            # central differences: truncation eps²/6·|f'''| ≈ 1e-12·|f'''| plus cancellation
+            # ~1e-16·|loss sum|/eps ≈ 1e-10; 1e-8 leaves ~100× for the O(1)-O(10) third derivatives
+            # of the exp kernels (the Laplacian is smooth away from ties: none at random points)
+            assert abs(fd - G[idx]) <= 1e-8 * max(1.0, abs(fd)), (P.shape, idx, fd, G[idx])
+
+
+def _torch_losses(torch, model: M.Model, X, labels, target, leaves: dict):
+    """Per-prompt query cross-entropy of ``model`` in torch (parameters from ``leaves``)."""
+    lay = model.lay
+    B, T, _ = X.shape
+    N = labels.shape[1]
+    C = model.W_u.shape[1]
+    Xt = leaves["X"]
+    H = torch.zeros((B, T, lay.D), dtype=torch.float64)
+    H[:, :, lay.x] = Xt
+    H[:, :N, lay.u] = leaves["W_u"].T[torch.as_tensor(labels)]
+    H[:, :, lay.v] = (leaves["W_v"] @ torch.full((C,), 1.0 / C, dtype=torch.float64))
+    for b, blk in enumerate(model.blocks):
+        Hc = H[:, :N]
+        incr = torch.zeros_like(H)
+        for h, head in enumerate(blk.heads):
+            Q, K, V = (leaves[f"b{b}h{h}{m}"] for m in "QKV")
+            val = Hc @ V.T
+            if head.kind == "delta":
+                a = torch.zeros((B, T, N), dtype=torch.float64)
+                a[:, torch.arange(N), torch.arange(N)] = 1.0
+            else:
+                q, k = H @ Q.T, Hc @ K.T
+                if head.kind in ("linear", "exp", "softmax"):
+                    g = q @ k.transpose(1, 2)
+                elif head.kind in ("rbf", "softmax_negsq"):
+                    g = -((q[:, :, None, :] - k[:, None, :, :]) ** 2).sum(-1)
+                else:  # laplacian
+                    g = -(q[:, :, None, :] - k[:, None, :, :]).abs().sum(-1)
+                if head.kind == "linear":
+                    a = g / N
+                elif head.kind in ("exp", "rbf", "laplacian"):
+                    a = torch.exp(g) / N
+                else:
+                    a = torch.softmax(g, dim=-1)
+            incr = incr + a @ val
+        H = H + incr
+        if blk.cross is not None:
+            Qc, Kc, Vc = (leaves[f"b{b}c{m}"] for m in ("Qc", "Kc", "Vc"))
+            kc, vals = (Kc @ leaves["W_x"]).T, (Vc @ leaves["W_x"]).T
+            H = H + torch.softmax((H @ Qc.T) @ kc.T, dim=-1) @ vals
+    logits = H[:, -1, lay.f] @ leaves["W_ro"]
+    return -(torch.as_tensor(target) * torch.log_softmax(logits, dim=-1)).sum(-1)
+
+
+@pytest.mark.parametrize("kinds", _KINDS)
+def test_backward_matches_torch_autograd(kinds):
+    """The per-prompt gradients of M.backward against torch autograd on a forward pass written
+    again (independently) in torch, float64: both are exact reverse mode, so they differ only by
+    round-off (~1e-15); 1e-10 relative to each gradient's largest entry.  Skipped without torch
+    (optional)."""
+    torch = pytest.importorskip("torch")
+    _, model, X, y, target, logits, named = _backprop_case(kinds, 11)
+    leaves = {k: torch.tensor(a, dtype=torch.float64, requires_grad=True) for k, (a, _) in named.items()}
+    losses = _torch_losses(torch, model, X, y, target, leaves)
+    np.testing.assert_allclose(losses.detach().numpy(), M.query_loss(logits, target), rtol=1e-12)
+    names = list(leaves)
+    compared = 0
+    for p in range(X.shape[0]):  # per-prompt gradients: one reverse pass per prompt
+        auto = torch.autograd.grad(losses[p], [leaves[k] for k in names], retain_graph=True,
+                                   allow_unused=True)
+        for name, ga in zip(names, auto):
+            mine = named[name][1][p]
+            if ga is None:
+                ref = np.zeros_like(mine)
+            else:
+                ref = ga.numpy()[p] if name == "X" else ga.numpy()
+            scale = np.abs(ref).max()
+            assert np.abs(mine - ref).max() <= 1e-10 * scale, (name, p, np.abs(mine - ref).max(), scale)
+            compared += scale > 0
+    # identically zero: a delta head's unused Q, K, and in the last block also its V (it writes
+    # only into context tokens, which no later layer reads back into the query)
+    last = len(model.blocks) - 1
+    unused = sum((3 if b == last else 2) for b, blk in enumerate(model.blocks)
+                 for h in blk.heads if h.kind == "delta")
+    assert compared == X.shape[0] * (len(names) - unused)
 
 
 # ----------------------------------------------------------------------------- construction (C1)
@@ -215,6 +299,26 @@ def test_training_thorough():
     assert _check("catgd.training", profile="thorough").verdict == "holds"
 
 
+@pytest.mark.parametrize("cid,setting,predict", [
+    ("catgd.cross-attention", ["prompts=100"], "mean_embedding_error=1e-3"),
+    ("catgd.equivariance", ["prompts=20", "samples=1"], "hidden_state_equivariance_error=1e-3"),
+    ("catgd.construction", ["prompts=50", "K=2"], "max_abs_error=1e-3"),
+    ("catgd.training", ["train_sizes=32,64", "steps=20", "N=5", "prompts=256"], "max_gap_ratio=0.01"),
+])
+def test_cli_predict_overrides_are_judged(cid, setting, predict, capsys):
+    assert cli(["check", cid, "--set", *setting, "--json"]) == 0
+    assert cli(["check", cid, "--set", *setting, "--predict", predict, "--json"]) == 1
+    capsys.readouterr()
+
+
+def test_same_seed_same_numbers():
+    for cid, setting in (("catgd.construction", dict(prompts=50, erase="dot", x_dist="gaussian")),
+                         ("catgd.stationarity", dict(prompts=200, seed=3))):
+        a = _check(cid, profile="quick", **setting)
+        b = _check(cid, profile="quick", **setting)
+        assert a.measured == b.measured and a.evidence == b.evidence
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -231,6 +335,8 @@ def test_training_thorough():
 ])
 def test_bad_input_exits_2(args, capsys):
     assert cli(args) == 2
-    err = capsys.readouterr().err
-    if "kernel" in args[-1]:
-        assert "linear, exp, rbf, laplacian, softmax" in err
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("icltheory: error:") and "\n" not in err
+    valid = {"kernel": M.KERNELS, "erase": M.ERASES, "x_dist": M.X_DISTS}.get(args[-1].split("=")[0])
+    if valid:
+        assert ", ".join(valid) in err

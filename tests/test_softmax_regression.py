@@ -287,6 +287,56 @@ def test_same_seed_same_numbers():
     assert a.measured == b.measured
 
 
+def test_softmax_differences_have_no_cancellation_at_tiny_R():
+    """At R = 1e-6 the near pairs' ΔF is ~1e-20, below the float64 spacing of F itself: the
+    cancellation-free form must match the linearisation J·ΔM (J = diag f − f fᵀ) up to its
+    O(|ΔM|²) remainder, where plain subtraction F(x) − F(y) is pure rounding noise."""
+    p = sr.Assumptions(3, 2, 1e-6).sample(np.random.default_rng(5), 40)
+    dlse, dF, _, _ = sr.softmax_differences(p.A1, p.A2, p.X, p.Y)
+    dM = sr.logits(p.A1, p.A2, p.X - p.Y)
+    F = sr.row_softmax(sr.logits(p.A1, p.A2, p.Y))
+    lin = F * (dM - np.sum(F * dM, -1, keepdims=True))
+    scale = np.abs(dM).max(axis=(-2, -1))
+    assert np.all(np.abs(dF - lin).max(axis=(-2, -1)) <= 1e-9 * scale)
+    # the gradient-difference ratio built on it agrees with arb (600 bits) at R = 1e-7
+    q = sr.Assumptions(4, 3, 1e-7).sample(np.random.default_rng(1), 5)
+    old = flint.ctx.prec
+    try:
+        flint.ctx.prec = 600
+        for loss in sr.LOSSES:
+            got = sr.log_gradient_ratio_stable(q.A1, q.A2, q.B, q.X, q.Y, loss)
+            for i in range(5):
+                ref = float(sr.gradient_ratio_arb(q.A1[i], q.A2[i], q.B[i], q.X[i], q.Y[i], loss).log().mid())
+                assert abs(got[i] - ref) <= 1e-12 * abs(ref), (loss, i, got[i], ref)
+    finally:
+        flint.ctx.prec = old
+    # and at R = 1 it is the plain difference (nothing to lose there)
+    q = sr.Assumptions(3, 2, 1.0).sample(np.random.default_rng(5), 40)
+    direct = sr.row_softmax(sr.logits(q.A1, q.A2, q.X)) - sr.row_softmax(sr.logits(q.A1, q.A2, q.Y))
+    assert np.abs(sr.softmax_differences(q.A1, q.A2, q.X, q.Y)[1] - direct).max() <= 1e-15
+
+
+@pytest.mark.parametrize("cid", ["softmaxreg.lipschitz", "softmaxreg.rescaled-lipschitz",
+                                 "softmaxreg.icl-shift"])
+def test_tiny_R_holds_and_a_planted_lemma_constant_still_fails(cid):
+    """Regression: with R = 1e-7 float64 subtraction of nearly equal values made the lemma
+    checks fail although every bound holds."""
+    assert _run(cid, {"R": 1e-7, "samples": 100}).verdict == "holds"
+    key = {"softmaxreg.icl-shift": "normalized_shift_factor"}.get(cid, "u_lipschitz")
+    assert _run(cid, {"R": 1e-7, "samples": 100}, predict={key: "1e-9"}).verdict == "fails"
+
+
+@pytest.mark.parametrize("cid,predict", [  # the defaults hold (tests above); planted values fail
+    ("softmaxreg.vectorization", "vec_identity_error=1e-3"),
+    ("softmaxreg.lipschitz", "u_lipschitz=0.1"),
+    ("softmaxreg.rescaled-lipschitz", "r_sup=1"),
+    ("softmaxreg.icl-shift", "rescaled_shift_factor=0.01"),
+])
+def test_cli_predict_overrides_are_judged(cid, predict, capsys):
+    assert main(["check", cid, "--profile", "quick", "--predict", predict, "--json"]) == 1
+    capsys.readouterr()
+
+
 # --------------------------------------------------------------------------- CLI
 
 
