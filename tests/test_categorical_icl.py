@@ -277,6 +277,105 @@ def test_stationarity_planted_prediction():
     assert v.verdict == "fails"
 
 
+def _stationarity_gradients(K, kernel, seed, on_structured_set):
+    """Per-pair gradients of the stationarity model at a random point (on the GD-structured set S
+    or generic), with small parameters so that no kernel overflows."""
+    rng = np.random.default_rng(seed)
+    lay = M.layout(3, 2)
+    W = rng.standard_normal((lay.dp, 5))
+    W -= W.mean(1, keepdims=True)
+    batch = M.draw_linear_task_prompts(rng, 40, d=lay.d, dp=lay.dp, N=6, W_e=W, x_dist="gaussian",
+                                       task_scale=2.0)
+    if on_structured_set:
+        pt = M.StructuredPoint(0.5 + rng.uniform(size=K), 0.5 + rng.uniform(size=K),
+                               [rng.standard_normal((lay.dp, lay.dp)) for _ in range(K)])
+        fp = M.FreeParams.from_point(lay, pt)
+    else:
+        fp = M.FreeParams(*[[0.3 * rng.standard_normal((r, lay.D)) for _ in range(K)]
+                            for r in (lay.d, lay.d, lay.dp)])
+    _, g = M.pair_gradients(lay, W, kernel, fp, batch)
+    return lay, g
+
+
+@pytest.mark.parametrize("K,kernel", [(1, "softmax"), (2, "rbf"), (3, "laplacian"), (2, "exp")])
+@pytest.mark.parametrize("on_structured_set", [True, False])
+def test_structural_zero_mask_is_exactly_the_set_of_zero_entries(K, kernel, on_structured_set):
+    """The a-priori mask (derived from the layout, not from a gradient) is the exact zero set of the
+    measured gradient at random points, on and off S: every masked entry is 0 in every pair, and
+    every other entry is nonzero in some pair (the mask is not larger than the layout forces)."""
+    lay, g = _stationarity_gradients(K, kernel, 10 * K, on_structured_set)
+    mask = M.flatten_gradients(M.structural_zero_mask(lay, K))
+    zero = np.all(M.flatten_gradients(g) == 0.0, axis=0)
+    assert mask.sum() == 2 * lay.dp * (2 * lay.d + lay.dp) + lay.d * lay.dp
+    assert np.array_equal(zero, mask), [n for n, z, m in zip(M.raw_gradient_names(lay, K), zero, mask)
+                                        if z != m]
+
+
+def test_component_support_is_what_each_component_reads():
+    """``ComponentTable.support`` (used to decide which components the mask zeroes) lists exactly
+    the raw entries each linear functional depends on."""
+    rng = np.random.default_rng(0)
+    lay, K, n = M.layout(3, 2), 2, 4
+    shapes = [(lay.d, lay.D), (lay.d, lay.D), (lay.dp, lay.D)]
+    grads = [tuple(rng.standard_normal((n,) + sh) for sh in shapes) for _ in range(K)]
+    flat = M.flatten_gradients(grads)
+    sizes = np.cumsum([0] + [np.prod(sh) for _ in range(K) for sh in shapes])
+
+    def unflatten(v):
+        arrs = [v[:, a:b].reshape((n,) + shapes[i % 3]) for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))]
+        return [tuple(arrs[3 * k:3 * k + 3]) for k in range(K)]
+
+    assert all(np.array_equal(a, b) for ga, gb in zip(unflatten(flat), grads) for a, b in zip(ga, gb))
+    for gform in ("full", "diag"):
+        tab = M.gradient_components(lay, grads, gform)
+        for c, sup in enumerate(tab.support):
+            inside = np.zeros(flat.shape[1], bool)
+            inside[sup] = True
+            kept = flat.copy()
+            kept[:, inside] = 0.0  # zero the support: the (linear) component must vanish
+            assert np.all(M.gradient_components(lay, unflatten(kept), gform).values[:, c] == 0.0)
+            moved = flat + np.where(inside, 0.0, rng.standard_normal(flat.shape))  # outside only
+            assert np.array_equal(M.gradient_components(lay, unflatten(moved), gform).values[:, c],
+                                  tab.values[:, c])
+
+
+def _planted_mask(monkeypatch, entry: str, value: bool):
+    true_mask = M.structural_zero_mask
+
+    def planted(lay, K):
+        masks = [tuple(m.copy() for m in blk) for blk in true_mask(lay, K)]
+        label, rest = entry[0], entry[1:]
+        k, idx = rest.split("[")
+        r, col = idx.rstrip("]").split(",")
+        sl = getattr(lay, col[0])
+        masks[int(k) - 1]["QKV".index(label)][int(r), sl.start + int(col[1:])] = value
+        return masks
+
+    monkeypatch.setattr(M, "structural_zero_mask", planted)
+
+
+def test_stationarity_planted_wrong_mask_fails(monkeypatch):
+    """Negative control for the structural-zero check: moving one entry that is not zero by the
+    layout (K1[0,u0]: block 1's key reading the context labels) into the mask must fail that check."""
+    _planted_mask(monkeypatch, "K1[0,u0]", True)
+    v = _check("catgd.stationarity", profile="quick", prompts=500)
+    assert v.verdict == "fails"
+    failed = [c.name for c in v.checks if c.passed is False]
+    assert failed and all("structural-zero mask (79 of 143" in name for name in failed), failed
+
+
+def test_stationarity_reports_zeros_the_mask_does_not_explain(monkeypatch):
+    """The other direction: an entry taken out of the mask (Q1[0,v0], zero by the layout) is
+    reported as an exact zero outside the mask; it is not z-tested (zero spread) and the verdict
+    is still decided by the remaining checks."""
+    _planted_mask(monkeypatch, "Q1[0,v0]", False)
+    v = _check("catgd.stationarity", profile="quick", prompts=500)
+    assert v.verdict == "holds", v.reasons
+    assert v.evidence["exact zeros outside the mask at θ0 ∈ S (hand-picked)"] == ["Q1[0,v0]"]
+    assert v.evidence["zero-spread components outside the mask at θ* = argmin_S L"] == {"Q1.xv[0,0]": 0.0}
+    assert v.measured["structural_zero_mask"]["entries"] == 77
+
+
 def test_training_claim_standard_and_control():
     v = _check("catgd.training")
     assert v.verdict == "holds", v.reasons

@@ -60,7 +60,8 @@ __all__ = [
     "sample_labels", "relative_distance_to_scaled_identity", "update_head", "exact_cross",
     "StructuredPoint", "FreeParams", "GAMMA_FORMS", "stationarity_model", "PromptBatch",
     "draw_linear_task_prompts", "pair_gradients", "structured_objective", "ComponentTable",
-    "gradient_components", "log_softmax", "fit_structured", "cross_attention", "Dataset",
+    "gradient_components", "structural_zero_mask", "flatten_gradients", "raw_gradient_names",
+    "log_softmax", "fit_structured", "cross_attention", "Dataset",
     "synthetic_dataset", "GDLearner", "TFLearner", "evaluate", "train",
 ]
 
@@ -676,6 +677,71 @@ def pair_gradients(lay: Layout, W_e: np.ndarray, kernel: str, fp: FreeParams,
     return np.concatenate(losses), out
 
 
+def structural_zero_mask(lay: Layout, K: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    r"""The entries of the free-parameter gradient that vanish identically, derived from the token
+    layout and the architecture of :func:`stationarity_model` alone (never from a measured gradient).
+
+    Returned per block as boolean arrays shaped like :func:`pair_gradients`' output:
+    ``(Q (d, D), K (d, D), V_f (d', D))``; ``True`` = structurally zero.  Every free parameter
+    multiplies one token slot :math:`s`:
+
+    .. math::
+       \frac{\partial L}{\partial Q_{rs}}=\sum_{j\le N+1}\Big(\frac{\partial L}{\partial q_j}\Big)_r h_{j,s},\qquad
+       \frac{\partial L}{\partial K_{rs}}=\sum_{i\le N}\Big(\frac{\partial L}{\partial k_i}\Big)_r h_{i,s},\qquad
+       \frac{\partial L}{\partial V_{f,rs}}=\sum_{i\le N}\Big(\frac{\partial L}{\partial\,\mathrm{val}_i}\Big)_r h_{i,s},
+
+    with :math:`h` the block's input tokens, so an entry is exactly 0 whenever :math:`h_{\cdot,s}`
+    is exactly 0 at every token that carries upstream gradient.  Facts used:
+
+    (a) nothing writes the ``u`` slot (free values go to ``f``; the erase head and the
+        cross-attention write ``v``), so the query's ``u`` is 0 in every block;
+    (b) the embedding has ``v`` = :math:`W_v\mathbf 1/C` = 0 (:math:`W_v=0`, i.e. :math:`\bar w_e=0`)
+        and ``f`` = 0, so at the input of block 1 the ``v`` and ``f`` slots are 0 at every token;
+    (c) the loss reads only the query's ``f``; in block :math:`K` the cross-attention writes ``v``,
+        which nothing reads afterwards, so the update head of block :math:`K` receives upstream
+        gradient at the query only, hence :math:`\partial L/\partial q_j=0` for every context
+        token :math:`j` (its attention row gets no gradient).
+
+    Structurally zero therefore: block 1 — ``Q``, ``K`` and ``V_f`` reading ``v`` and ``f`` (b);
+    block :math:`K` — ``Q`` reading ``u`` (a + c).  For :math:`K=1` both apply to block 1.
+    These hold at *every* parameter value (on or off the GD-structured set), because they come
+    from the layout, not from the parameters.  Every other entry is a sum of generically nonzero
+    products (context ``u``, ``x`` everywhere, and ``v``, ``f`` after block 1), so at a generic
+    point it is nonzero; the tests check both directions.
+    """
+    d, dp, D = lay.d, lay.dp, lay.D
+    masks = []
+    for k in range(1, K + 1):
+        mQ, mK, mV = (np.zeros((d, D), bool), np.zeros((d, D), bool), np.zeros((dp, D), bool))
+        if k == 1:
+            for m in (mQ, mK, mV):
+                m[:, lay.v] = True
+                m[:, lay.f] = True
+        if k == K:
+            mQ[:, lay.u] = True
+        masks.append((mQ, mK, mV))
+    return masks
+
+
+def flatten_gradients(grads) -> np.ndarray:
+    """Per-pair gradients of :func:`pair_gradients` (or a mask from :func:`structural_zero_mask`,
+    without the pair axis) as one flat vector per pair: block by block, ``Q``, ``K``, ``V_f``, row-major."""
+    lead = grads[0][0].ndim == 3
+    parts = [a.reshape(a.shape[0], -1) if lead else a.reshape(-1) for blk in grads for a in blk]
+    return np.concatenate(parts, axis=-1)
+
+
+def raw_gradient_names(lay: Layout, K: int) -> list[str]:
+    """Names of the entries of :func:`flatten_gradients`, e.g. ``Q1[2,u0]`` (row 2, column ``u_0``)."""
+    cols = [f"{blk}{j}" for blk in ("x", "u", "v", "f")
+            for j in range(getattr(lay, blk).stop - getattr(lay, blk).start)]
+    names = []
+    for k in range(1, K + 1):
+        for label, rows in (("Q", lay.d), ("K", lay.d), ("V", lay.dp)):
+            names += [f"{label}{k}[{r},{c}]" for r in range(rows) for c in cols]
+    return names
+
+
 GAMMA_FORMS = ("full", "diag", "fixed")
 
 
@@ -807,60 +873,76 @@ class ComponentTable:
     kinds: list
     fitted: list
     values: np.ndarray  # (n, m)
+    support: list = field(default_factory=list)  # per component: indices into flatten_gradients
+
+    def inside(self, flat_mask: np.ndarray) -> np.ndarray:
+        """Per component: does it read only entries of ``flat_mask`` (flattened like
+        :func:`flatten_gradients`)?  Such a component is structurally zero."""
+        return np.array([bool(np.all(flat_mask[s])) for s in self.support])
 
 
 def gradient_components(lay: Layout, grads, gamma: str) -> ComponentTable:
     """Named gradient components; ``gamma`` (``full``/``diag``/``fixed``) says which Γ
     entries are in-S and fitted (with ``diag`` the off-diagonal Γ entries are ``outside``)."""
-    names, groups, kinds, fitted, cols = [], [], [], [], []
+    names, groups, kinds, fitted, cols, support = [], [], [], [], [], []
 
-    def add(name, group, kind, col, fit=False):
+    def add(name, group, kind, col, entries, fit=False):
         names.append(name)
         groups.append(group)
         kinds.append(kind)
         fitted.append(fit)
         cols.append(col)
+        support.append(np.asarray(entries, dtype=int))
 
-    d, dp = lay.d, lay.dp
+    d, dp, D = lay.d, lay.dp, lay.D
+    per_block = 2 * d * D + dp * D
     for k, (gQ, gK, gV) in enumerate(grads, 1):
-        for label, g in (("Q", gQ), ("K", gK)):
+        base = (k - 1) * per_block
+        for label, g, off in (("Q", gQ, base), ("K", gK, base + d * D)):
+            def at(i, col, off=off):  # flat index of entry (row i, token column col)
+                return off + i * D + col
             xx = g[:, :, lay.x]
             diag = np.einsum("nii->ni", xx)
             mean = diag.mean(-1)
+            diag_entries = [at(m, lay.x.start + m) for m in range(d)]
             for i in range(d):
                 for j in range(d):
                     if i != j:
                         add(f"{label}{k}.xx[{i},{j}]", f"block {k} {label} x-block off-diagonal", "off",
-                            xx[:, i, j])
+                            xx[:, i, j], [at(i, lay.x.start + j)])
             if d > 1:
                 for i in range(d):
                     add(f"{label}{k}.xx[{i},{i}]-mean", f"block {k} {label} x-block traceless diagonal",
-                        "off", diag[:, i] - mean)
+                        "off", diag[:, i] - mean, diag_entries)
             add(f"{label}{k}.trace", f"block {k} {label} x-block trace (∂/∂{'b' if label == 'Q' else 'c'})",
-                "in", diag.sum(-1), fit=True)
+                "in", diag.sum(-1), diag_entries, fit=True)
             for blk in ("u", "v", "f"):
                 sl = getattr(lay, blk)
                 for i in range(d):
                     for j in range(dp):
                         add(f"{label}{k}.x{blk}[{i},{j}]", f"block {k} {label} reads the {blk} slot", "off",
-                            g[:, i, sl.start + j])
+                            g[:, i, sl.start + j], [at(i, sl.start + j)])
+        voff = base + 2 * d * D
         for i in range(dp):
             for j in range(d):
-                add(f"V{k}.fx[{i},{j}]", f"block {k} value x→f", "off", gV[:, i, j])
+                add(f"V{k}.fx[{i},{j}]", f"block {k} value x→f", "off", gV[:, i, j], [voff + i * D + j])
         for i in range(dp):
             for j in range(dp):
-                add(f"V{k}.ff[{i},{j}]", f"block {k} value f→f", "outside", gV[:, i, lay.f.start + j])
+                c = lay.f.start + j
+                add(f"V{k}.ff[{i},{j}]", f"block {k} value f→f", "outside", gV[:, i, c], [voff + i * D + c])
         for i in range(dp):
             for j in range(dp):
-                gu, gv = gV[:, i, lay.u.start + j], gV[:, i, lay.v.start + j]
+                cu, cv = lay.u.start + j, lay.v.start + j
+                gu, gv = gV[:, i, cu], gV[:, i, cv]
+                uv = [voff + i * D + cu, voff + i * D + cv]
                 if gamma == "diag" and i != j:
                     add(f"V{k}.gamma[{i},{j}]", f"block {k} value Γ off-diagonal (outside diagonal S)",
-                        "outside", gu - gv)
+                        "outside", gu - gv, uv)
                 else:
-                    add(f"V{k}.gamma[{i},{j}]", f"block {k} value Γ direction (u−v)", "in", gu - gv,
+                    add(f"V{k}.gamma[{i},{j}]", f"block {k} value Γ direction (u−v)", "in", gu - gv, uv,
                         fit=gamma != "fixed")
-                add(f"V{k}.tie[{i},{j}]", f"block {k} value tie direction (u+v)", "outside", gu + gv)
-    return ComponentTable(names, groups, kinds, fitted, np.stack(cols, axis=1))
+                add(f"V{k}.tie[{i},{j}]", f"block {k} value tie direction (u+v)", "outside", gu + gv, uv)
+    return ComponentTable(names, groups, kinds, fitted, np.stack(cols, axis=1), support)
 
 
 # ----------------------------------------------------------------------------- training
