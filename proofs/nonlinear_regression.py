@@ -28,7 +28,9 @@ Coinciding features (zero pair curvature) make the attention target unidentifiab
 can refute but not confirm (undecided).  Rate fits use only runs in GD's
 small-step regime (at least 20 steps to the threshold, stiffness ≤ 0.5; see
 :func:`icltheory.models._nonlinear_icl.isotropic_stiffness`), with a tolerance that adds the
-first-order effect of GD's Euler lag on each time.
+first-order effect of GD's Euler lag on each time.  Without ``eta``, the L-sweeps (l-scaling,
+summary-fast-rate) derive the step from the setting (:func:`_default_sweep_eta`): the largest η
+that keeps the three smallest L in that regime, so no fixed number tuned to one K decides it.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ class NonlinearSetting(Setting):
     def _resolve(self) -> None:
         if self.d is None:
             self._set("d", self.K if self.model == "A" else 2 * self.K)
-        if self.eta is None:
+        if self.eta is None and self._ETA.get(self.model) is not None:
             self._set("eta", self._ETA[self.model])
 
     def _validate(self) -> None:
@@ -148,8 +150,9 @@ class RescalingSetting(NonlinearSetting):
 
 @dataclass(frozen=True, kw_only=True)
 class LScalingSetting(NonlinearSetting):
-    """``model=A+B`` (default) runs both simulators, each with its own default η, d and θ
-    unless they are given (model B at a CPU-friendly size: 500 prompts, η = 16)."""
+    """``model=A+B`` (default) runs both simulators, each with its own default d and θ unless
+    they are given (model B at a CPU-friendly size: 500 prompts).  Without ``eta`` the step is
+    derived per model from the setting in the check (:func:`_default_sweep_eta`)."""
 
     model: str = Choice("A+B", ("A+B", "A", "B"),
                         doc="A: population model; B: finite prompts; A+B: both (default)")
@@ -157,7 +160,10 @@ class LScalingSetting(NonlinearSetting):
     thetas: tuple | None = Floats(None, positive=True,
                                   doc="attention thresholds θ (default A: 0.5,0.9,0.99; B: 0.5,0.8,0.9)")
     prompts: int = Int(500, min=1, doc="number of fixed training prompts (model B)")
-    _ETA = {"A": 1.0, "B": 16.0}
+    eta: float | None = Float(None, positive=True,
+                              doc="GD step size η (default: derived from the setting — the largest "
+                                  "η putting the 3 smallest L in GD's small-step regime)")
+    _ETA = {}  # no fixed default: _default_sweep_eta derives it from the setting
     _THETAS = {"A": (0.5, 0.9, 0.99), "B": (0.5, 0.8, 0.9)}
 
     def _resolve(self) -> None:
@@ -178,7 +184,14 @@ class LScalingSetting(NonlinearSetting):
                 raise SettingError("d", f"model A needs d ≥ K={m.K}")
             _check_thetas(m.thetas, m.K)
             for L in m.Ls:
-                _check_eta_L2(m.eta, L, "Ls")
+                if m.eta is not None:
+                    _check_eta_L2(m.eta, L, "Ls")
+        if self.eta is None:
+            # the derived η is ∝ 1/L_n² (L_n one of the Ls), so η·L² ∝ (L/L_n)²: the ratios and
+            # the values themselves must stay in the normal float64 range
+            for L in self.Ls:
+                _check_eta_L2(1.0, L, "Ls")
+            _check_eta_L2(1.0, max(self.Ls) / min(self.Ls), "Ls")
 
     def per_model(self) -> list["LScalingSetting"]:
         """The single-model settings this one stands for (two for ``model=A+B``)."""
@@ -489,6 +502,7 @@ class _Sweep:
     steps: int
     label: str
     stiffness: np.ndarray  # per L: isotropic_stiffness with the strongest pair's curvature
+    eta: float  # the step used (given, or derived from the setting)
 
 
 @lru_cache(maxsize=4)
@@ -505,8 +519,60 @@ def _population_sweep(K, d, task, eta, cap, seed, profile, Ls, th_max):
     return tr.t, tr.target_mean, tr.loss, tr.steps
 
 
+def _sweep_cap(s: NonlinearSetting, th_max: float, eta_c1_L2: float) -> tuple[int, int]:
+    """(derived horizon, work cap) of one sweep run whose weakest-pair ηc·L² is ``eta_c1_L2``:
+    1.5× (model A) or 1× (model B) the isotropic flow time to ``th_max``."""
+    if s.model == "A":
+        return _horizon(s.K, th_max, eta_c1_L2, 1.5), MAX_STEPS_A
+    return _horizon(s.K, th_max, eta_c1_L2, 1.0), _max_steps_B(s)
+
+
+def _default_sweep_eta(s: NonlinearSetting, Ls, thetas, c1: float, c_max: float,
+                       c_fast: float) -> tuple[float, int]:
+    r"""The sweep's step when the user gives no ``eta``: ``(η, n)``.
+
+    A run at scale :math:`L` enters the rate fit only in GD's small-step regime
+    (:func:`_slope_checks`): stiffness :math:`s_K\,\eta c_{\max}L^2\le S_{\max}`
+    (``MAX_STIFFNESS``; :math:`s_K` = ``isotropic_stiffness(K, 1)``) and at least
+    :math:`T_{\min}` = ``MIN_STEPS_FOR_RATE`` steps to the lowest threshold
+    :math:`\theta_{\min}`.  Both bound :math:`\eta L^2` from above, so the largest admissible
+    step for the :math:`n` smallest :math:`L` is
+
+    .. math::
+        \eta=\frac{1}{L_{(n)}^2}\min\Bigl(\frac{S_{\max}}{s_K\,c_{\max}},\;
+        \frac{\tau_K(\theta_{\min})}{(T_{\min}+\lambda)\,c_{\rm fast}}\Bigr),
+
+    with :math:`\tau_K(\theta)` the isotropic flow time at :math:`\eta c=1`
+    (:func:`~icltheory.models._nonlinear_icl.isotropic_flow_time`), :math:`\lambda` GD's Euler
+    lag + 1 step (so GD's crossing is still :math:`\ge T_{\min}`), :math:`c_{\max}` the
+    strongest pair's curvature (the stiffness test's) and :math:`c_{\rm fast}` the curvature
+    that sets the early speed: :math:`c_{\max}` in model A (exact in the isotropic case), and
+    in model B its first-step curvature :math:`K^4/(K-1)\cdot d\bar a/d\eta|_0`
+    (:func:`~icltheory.models._nonlinear_icl.prompt_initial_attention_rate`), which over-states
+    the speed (model B measured 1.3–2.2× slower to :math:`\theta_{\min}` than predicted for
+    K ∈ {3, 4, 6, 8, 16}, linear/sin/relu; 0.97× at K = 2, inside the :math:`\lambda` margin).
+    :math:`n=\min(3,\#L)`, lowered to 2 while the derived horizon of the slowest run (smallest
+    :math:`L`, :math:`\theta_{\max}`, weakest pair :math:`c_1`) would exceed the work cap: a
+    larger step takes the fast runs out of the flow regime, a smaller one only costs time.
+    """
+    K = s.K
+    th_min, th_max = float(min(thetas)), float(max(thetas))
+    target = MIN_STEPS_FOR_RATE + float(nl.euler_lag_steps(th_min, K, 1.0)) + 1.0
+    eta_L2 = min(MAX_STIFFNESS / (nl.isotropic_stiffness(K, 1.0) * c_max),
+                 float(nl.isotropic_flow_time(th_min, K, 1.0)) / (target * c_fast))
+    Lu = np.unique(np.asarray(Ls, dtype=float))
+    eta, n = float("nan"), 2
+    for n in range(min(3, len(Lu)), 1, -1):
+        eta = eta_L2 / Lu[n - 1] ** 2
+        H, cap = _sweep_cap(s, th_max, eta * c1 * Lu[0] ** 2)
+        if H <= cap:
+            break
+    return eta, n
+
+
 def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Sweep | None:
-    """Time for the mean relevant-token attention to reach each θ, for each L at fixed η."""
+    """Time for the mean relevant-token attention to reach each θ, for each L at fixed η
+    (``s.eta``, or :func:`_default_sweep_eta` when it is ``None``)."""
     Ls = np.asarray(Ls, dtype=float)
     thetas = np.asarray(thetas, dtype=float)
     th_max = float(thetas.max())
@@ -514,29 +580,51 @@ def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Swe
     if s.model == "A":
         V = nl.orthonormal_features(K, s.d)
         c1, c_max = _curvature_range(_orthonormal_cov(K, s.d, s.task, s.seed, ctx.profile), V)
-        stiff = _stiffness_over_L(K, s.eta, c_max, Ls)
-        cap = s.steps or _horizon(K, th_max, s.eta * c1 * Ls.min() ** 2, 1.5)
-        if _too_long(ctx, cap, MAX_STEPS_A, f"reaching θ={th_max:g} at L={Ls.min():g}"):
+        c_fast = c_max
+    else:
+        _, batch, (c1, c_max) = _model_B(s, ctx)
+        c_fast = K**4 / (K - 1) * nl.prompt_initial_attention_rate(batch) if s.eta is None else 0
+        if not c_fast > 0:  # no first-step signal: fall back to the strongest pair
+            c_fast = c_max
+    eta = s.eta
+    if eta is None:
+        eta, n = _default_sweep_eta(s, Ls, thetas, c1, c_max, c_fast)
+        try:
+            for L in Ls:
+                _check_eta_L2(eta, float(L))
+        except SettingError as exc:
+            ctx.inconclusive(f"model {s.model}: the derived step η = {eta:g} is unusable ({exc}); "
+                             "set 'eta'")
+            return None
+        ctx.note(f"model {s.model}: η = {eta:.4g} derived from the setting — the largest step "
+                 f"with the {n} smallest L in GD's small-step regime (stiffness ≤ "
+                 f"{MAX_STIFFNESS:g} and ≥ {MIN_STEPS_FOR_RATE} steps to θ={thetas.min():g}; "
+                 f"strongest-pair curvature {c_max:.4g}, early-phase curvature {c_fast:.4g}, "
+                 f"K = {K})")
+    stiff = _stiffness_over_L(K, eta, c_max, Ls)
+    if s.model == "A":
+        cap, limit = _sweep_cap(s, th_max, eta * c1 * Ls.min() ** 2)
+        cap = s.steps or cap
+        if _too_long(ctx, cap, limit, f"reaching θ={th_max:g} at L={Ls.min():g}"):
             return None
 
-        t, tm, loss, steps = _population_sweep(s.K, s.d, s.task, s.eta, cap, s.seed, ctx.profile,
+        t, tm, loss, steps = _population_sweep(s.K, s.d, s.task, eta, cap, s.seed, ctx.profile,
                                                tuple(Ls.tolist()), th_max)
         if not _guard_descent(ctx, loss, "model A"):
             return None
         T = threshold_times(t, tm, thetas)
         idx = _sample_idx(steps + 1)
         curves = [(t[idx], tm[r, idx]) for r in range(len(Ls))]
-        return _Sweep(Ls, thetas, T, curves, steps, "model A (population)", stiff)
-    _, batch, (c1, c_max) = _model_B(s, ctx)
-    stiff = _stiffness_over_L(K, s.eta, c_max, Ls)
+        return _Sweep(Ls, thetas, T, curves, steps, "model A (population)", stiff, eta)
     T = np.full((len(Ls), len(thetas)), np.nan)
     curves = []
     steps = 0
     for i, L in enumerate(Ls):
-        cap = s.steps or _horizon(K, th_max, s.eta * c1 * L**2, 1.0)
-        if _too_long(ctx, cap, _max_steps_B(s), f"model B reaching θ={th_max:g} at L={L:g}"):
+        cap, limit = _sweep_cap(s, th_max, eta * c1 * L**2)
+        cap = s.steps or cap
+        if _too_long(ctx, cap, limit, f"model B reaching θ={th_max:g} at L={L:g}"):
             return None
-        tr = nl.run_prompt_gd(batch, float(L), s.eta, cap,
+        tr = nl.run_prompt_gd(batch, float(L), eta, cap,
                               stop=lambda at, lo, t: at.max() >= th_max, check_every=20)
         if not _guard_descent(ctx, tr.loss, f"model B at L={L:g}"):
             return None
@@ -545,11 +633,12 @@ def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Swe
         curves.append((tr.t[idx], tr.attn[idx]))
         steps = max(steps, tr.steps)
     return _Sweep(Ls, thetas, T, curves, steps,
-                  f"model B ({s.prompts} prompts, N={s.N}, d={s.d}, σ={s.noise:g})", stiff)
+                  f"model B ({s.prompts} prompts, N={s.N}, d={s.d}, σ={s.noise:g})", stiff, eta)
 
 
 def _note_model(ctx, m: LScalingSetting) -> None:
-    ctx.note(f"model {m.model}: η = {m.eta:g}, d = {m.d}, θ = {', '.join(f'{x:g}' for x in m.thetas)}"
+    eta = "derived (below)" if m.eta is None else f"{m.eta:g}"
+    ctx.note(f"model {m.model}: η = {eta}, d = {m.d}, θ = {', '.join(f'{x:g}' for x in m.thetas)}"
              + (f", {m.prompts} prompts of N = {m.N}, σ = {m.noise:g}" if m.model == "B" else ""))
 
 
@@ -604,9 +693,10 @@ def _model_sweeps(s: LScalingSetting, ctx, what: str, why: str):
         sw = _sweep_times(m, ctx, m.Ls, m.thetas)
         if sw is None:
             continue
+        ctx.measured.setdefault("eta", {})[m.model] = sw.eta
         slopes = _slope_checks(ctx, sw, m, float(ctx.predicted[key]), f"model {m.model}: {name}",
                                0.1, why)
-        _sweep_plots(ctx, sw, m.eta)
+        _sweep_plots(ctx, sw, sw.eta)
         yield m, sw, slopes
 
 

@@ -249,7 +249,7 @@ def test_summary_fast_rate_fails_with_the_slope_as_evidence():
 def test_horizon_follows_the_setting():
     """The derived horizon scales as 1/(ηL²): 4× the step size, about ¼ of the steps."""
     base = {"model": "A", "Ls": "0.5,1", "thetas": "0.5,0.9"}
-    s1 = get_claim("nonlinear.l-scaling").setting(base)
+    s1 = get_claim("nonlinear.l-scaling").setting({**base, "eta": 1})
     s4 = get_claim("nonlinear.l-scaling").setting({**base, "eta": 4})
     v1 = run_check(get_claim("nonlinear.l-scaling"), s1)
     v4 = run_check(get_claim("nonlinear.l-scaling"), s4)
@@ -257,6 +257,55 @@ def test_horizon_follows_the_setting():
     r = v1.measured["T"]["A"][0][1] / v4.measured["T"]["A"][0][1]
     assert 3.8 < r < 4.2
     assert v4.measured["steps_run"]["A"] < v1.measured["steps_run"]["A"] / 2
+
+
+# settings far from the paper's numbers; at the old fixed defaults (model A η = 1, model B
+# η = 16) the fast threshold is crossed in < 20 steps at all but one L: no slope, inconclusive
+_OTHER_SETTINGS = [{"model": "B", "K": 4, "prompts": 200},
+                   {"model": "B", "K": 3, "Ls": "1,2,4", "prompts": 200},
+                   {"model": "A", "K": 3}]
+
+
+def _fast_thresholds_resolved(v, model):
+    """The 3 smallest L cross the lowest θ in ≥ MIN_STEPS_FOR_RATE steps (what the derived η
+    is designed for) — so the θ_min fit has ≥ 3 points."""
+    from proofs.nonlinear_regression import MIN_STEPS_FOR_RATE
+    T = np.asarray(v.measured["T"][model], dtype=float)
+    return bool(np.all(T[:3, 0] >= MIN_STEPS_FOR_RATE))
+
+
+@pytest.mark.parametrize("setting", _OTHER_SETTINGS)
+def test_default_step_adapts_so_the_fast_rate_claim_is_decided(setting):
+    """Without 'eta' the step is derived from the setting: summary-fast-rate fails with a
+    slope ≈ −2 where the old fixed step could not decide it."""
+    v = _run("nonlinear.summary-fast-rate", setting)
+    m = setting["model"]
+    assert v.verdict == "fails", v.reasons
+    assert abs(v.evidence["measured_slope"][m][0] + 2) < 0.05
+    assert 0 < v.measured["eta"][m] < {"A": 1.0, "B": 16.0}[m]
+    old = _run("nonlinear.summary-fast-rate", {**setting, "eta": {"A": 1.0, "B": 16.0}[m]})
+    assert old.verdict == "inconclusive"
+    assert any(c.passed is None and "small-step regime" in c.why for c in old.checks)
+    # the identity's slope is accepted by the same computation
+    assert _run("nonlinear.summary-fast-rate", setting, {"slope": "-2"}).verdict == "holds"
+
+
+def test_default_step_adapts_l_scaling_model_B_K4():
+    """Model B, K = 4 (not the paper's numbers): l-scaling holds at the derived step, with the
+    lowest threshold resolved at the 3 smallest L; the summary's slope is rejected."""
+    v = _run("nonlinear.l-scaling", _OTHER_SETTINGS[0])
+    assert v.verdict == "holds", v.reasons
+    assert all(abs(x + 2) < 0.05 for x in v.measured["slopes"]["B"])
+    assert _fast_thresholds_resolved(v, "B")
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("setting", _OTHER_SETTINGS[1:])
+def test_default_step_adapts_l_scaling_other_settings(setting):
+    v = _run("nonlinear.l-scaling", setting)
+    assert v.verdict == "holds", v.reasons
+    assert _fast_thresholds_resolved(v, setting["model"])
+    assert _run("nonlinear.l-scaling", setting, {"slope": "-1"}).verdict == "fails"
 
 
 def test_too_coarse_steps_are_inconclusive_not_holds():

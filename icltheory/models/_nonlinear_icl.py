@@ -87,6 +87,7 @@ __all__ = [
     "make_prompts",
     "PromptTrajectory",
     "run_prompt_gd",
+    "prompt_initial_attention_rate",
 ]
 
 TASKS = ("linear", "sin", "relu")
@@ -468,3 +469,27 @@ def run_prompt_gd(
         raise NumericalTrouble(f"Model B overflowed at step {t} ({exc})") from None
     cut = slice(0, last + 1)
     return PromptTrajectory(attn[cut], amin[cut], loss[cut], Q, last)
+
+
+def prompt_initial_attention_rate(batch: PromptBatch) -> float:
+    r"""Exact first-step rate :math:`\frac{d}{d\eta}\bar a\,\big|_{\eta=0}` of the mean
+    same-feature attention :math:`\bar a` when GD takes one step from :math:`Q=0` at scale
+    :math:`L=1`.
+
+    At :math:`Q=0` every token gets :math:`a_i=1/N`; the step moves :math:`Q` by
+    :math:`-\eta G_0` (:math:`G_0=\partial\ell/\partial Q` of :func:`run_prompt_gd`), the
+    scores by :math:`\dot s_i=-x_i^\top G_0x_q` and the attention by
+    :math:`\dot a_i=a_i(\dot s_i-\sum_ja_j\dot s_j)`.  In the isotropic model A the same rate
+    is :math:`c\,(K-1)/K^4` (:math:`\dot p=p(1-p)\dot z` with :math:`\dot z=\eta c/K^2` at
+    :math:`p=1/K`), so :math:`K^4/(K-1)` times this rate is model B's *effective curvature*.
+    """
+    X, xq = batch.X, batch.xq
+    M, N, _ = X.shape
+    a = np.full(N, 1.0 / N)
+    yhat = batch.g @ a
+    err = yhat - batch.gq
+    coef = (err / M)[:, None] * a * (batch.g - yhat[:, None])
+    grad = np.einsum("mn,mnd->md", coef, X).T @ xq  # G_0, as in run_prompt_gd
+    s_dot = -np.einsum("mnd,de,me->mn", X, grad, xq)
+    a_dot = a * (s_dot - (s_dot @ a)[:, None])
+    return float(np.mean(np.sum(a_dot * batch.same, axis=1)))
