@@ -227,6 +227,7 @@ def test_fixed_points_and_controls():
     lv = ",".join(str(x) for x in _nplus1_levels([0.4, 0.3, 0.2, 0.1], 31))
     assert _run("linattn.separate.fixed-points", predict={"plateau_losses": lv}).verdict == "fails"
     assert _run("linattn.separate.fixed-points", predict={"fixed_point_count": "15"}).verdict == "fails"
+    assert _run("linattn.separate.fixed-points", predict={"minimum_count": "2"}).verdict == "fails"
 
 
 def test_scalar_ode_and_controls():
@@ -258,6 +259,55 @@ def test_saddle_to_saddle_user_spectrum_any_order():
     assert all(o == [2, 1, 0] for o in v.measured["drop_order"])
 
 
+def test_saddle_to_saddle_other_spectra():
+    """Large eigenvalues (the default init is then less small relative to v*), D = 2, and ties
+    (tied directions are not ordered by the claim): the default horizon and tolerances adapt."""
+    for setting in ({"lambdas": "5,2,1", "seeds": 1, "P": 3000},
+                    {"lambdas": "0.4,0.3", "seeds": 1, "P": 3000},
+                    {"lambdas": "0.4,0.4,0.1,0.1", "seeds": 1, "P": 20000}):
+        v = _run("linattn.separate.saddle-to-saddle", setting)
+        assert v.verdict == "holds", (setting, v.reasons)
+    # the control still bites on a non-paper spectrum
+    assert _run("linattn.separate.saddle-to-saddle", {"lambdas": "5,2,1", "seeds": 1, "P": 3000},
+                {"drop_order": "2,1,0"}).verdict == "fails"
+
+
+def test_large_init_for_the_spectrum_is_inconclusive():
+    """λ = 1e4: the default init is no longer small next to v* = (λc)^{-1/3}: no plateau to test."""
+    for cid in ("linattn.separate.saddle-to-saddle", "linattn.separate.rank"):
+        v = _run(cid, {"lambdas": "1e4,1e3", "seeds": 1})
+        assert v.verdict == "inconclusive" and any("init not small" in r for r in v.reasons), v.reasons
+
+
+def test_too_short_runs_are_inconclusive_not_errors():
+    for cid in ("linattn.separate.saddle-to-saddle", "linattn.separate.rank"):
+        v = _run(cid, {"steps": 1, "seeds": 1})
+        assert v.verdict == "inconclusive" and any("too short" in r for r in v.reasons), v.reasons
+
+
+def test_scalar_ode_out_of_budget_is_inconclusive():
+    v = _run("linattn.separate.scalar-ode", {"v0": 1e-9})  # ~1e11 τ plateau: too many GD steps
+    assert v.verdict == "inconclusive" and any("GD steps" in r for r in v.reasons)
+    v = _run("linattn.separate.scalar-ode", {"lambda": 1, "trace": 1000})  # 999 extra directions
+    assert v.verdict == "inconclusive" and any("eigenvalues" in r for r in v.reasons)
+    # the closed-form checks still ran and passed
+    assert all(c.passed for c in v.checks) and len(v.checks) >= 3
+
+
+def test_level_helpers():
+    from icltheory.dynamics import Plateau
+    from icltheory.dynamics._plateaus import slowest_point_level
+    from proofs.linear_attention.separate import _unresolved_levels
+
+    t = np.linspace(1, 10, 901)
+    y = 1 + 0.01 * (t - 4) ** 2  # slowest (flat) at t = 4, where y = 1
+    assert abs(slowest_point_level(t, y, Plateau(2.0, 8.0, float(np.median(y)))) - 1) < 1e-6
+    assert slowest_point_level(t, y, Plateau(2.0, 2.005, 7.0)) == 7.0  # < 3 samples: median kept
+    tol = lambda mm: (0.0, np.full(len(mm), 0.01))  # noqa: E731
+    assert _unresolved_levels([1.0, 0.5, 0.49, 0.2], tol) == [1]
+    assert _unresolved_levels([1.0, 0.5, 0.2], tol) == []
+
+
 def test_rank_structure_and_control():
     s = {"R": 4, "seeds": 2}
     v = _run("linattn.separate.rank", s)
@@ -265,6 +315,10 @@ def test_rank_structure_and_control():
     assert v.measured["n_plateaus"] == [[2]]  # quick profile: one seed
     assert _run("linattn.separate.rank", s, {"n_plateaus": "8"}).verdict == "fails"
     assert _run("linattn.separate.rank", s, {"stage_size": "1"}).verdict == "fails"
+    # a user spectrum where R = 2 does not divide D = 3: the last stage takes the remaining direction
+    v = _run("linattn.separate.rank", {"lambdas": "1,0.5,0.25", "N": 12})
+    assert v.verdict == "holds", v.reasons
+    assert v.measured["n_plateaus"] == [[3], [2], [1]]
 
 
 def test_init_scale_and_controls():
@@ -272,6 +326,21 @@ def test_init_scale_and_controls():
     assert _run("linattn.init-scale", predict={"attn_s_loglog_slope": "-2"}).verdict == "fails"
     k = get_claim("linattn.init-scale").constants(get_claim("linattn.init-scale").setting({}))
     assert _run("linattn.init-scale", predict={"attn_m_slope": repr(2 * k["attn_m_slope"])}).verdict == "fails"
+    assert _run("linattn.init-scale", predict={"attn_m_drops": "2"}).verdict == "fails"
+    # tied eigenvalues: ATTN_M's slow final approach to L* is not flat; the converged end still counts
+    assert _run("linattn.init-scale", {"lambdas": "0.4,0.4,0.1,0.1"}).verdict == "holds"
+
+
+def test_count_drops_uses_converged_end():
+    from proofs.linear_attention.separate import _count_drops
+
+    t = np.geomspace(1, 1e4, 3000)
+    u = np.log(t)
+    # one abrupt drop at t = 30, then a slow (not flat) approach to the final level 0.2
+    y = 1 - 0.5 / (1 + np.exp(-(u - np.log(30)) / 0.05)) - 0.3 * np.clip((u - np.log(40)) / np.log(250), 0, 1)
+    assert len(detect_plateaus(t, y, log_time=True)) == 1  # only the initial plateau is flat
+    assert _count_drops(t, y, ends_converged=True) == 1  # the converged end is the last level
+    assert _count_drops(t, y, ends_converged=False) == 0
 
 
 def test_softmax_qualitative_and_control():
@@ -283,7 +352,7 @@ def test_softmax_qualitative_and_control():
 
 
 def test_diverging_lr_is_inconclusive_naming_the_step():
-    v = _run("linattn.separate.saddle-to-saddle", {"lr": 40, "seeds": 1, "steps": 2000, "w_init": 0.5})
+    v = _run("linattn.separate.saddle-to-saddle", {"lr": 40, "seeds": 1, "steps": 2000, "w_init": 0.05})
     assert v.verdict == "inconclusive"
     assert any("diverged at step" in r for r in v.reasons)
 
@@ -300,6 +369,12 @@ def test_bad_input_exit_2(args, capsys):
     assert cli_main(["check", "linattn.separate.saddle-to-saddle", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "error" in err
+
+
+def test_bad_predicted_indices_exit_2(capsys):
+    args = ["check", "linattn.separate.saddle-to-saddle", "--set", "seeds=1", "--predict", "drop_order=9,8,7,6"]
+    assert cli_main(args) == 2
+    assert "drop_order" in capsys.readouterr().err
 
 
 def test_bad_input_scalar_ode(capsys):

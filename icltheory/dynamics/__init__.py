@@ -12,3 +12,4 @@ from ._scaling import loglog_fit as loglog_fit
 from ._scaling import slope_allowance as slope_allowance
 from ._scaling import threshold_times as threshold_times
 from . import _scalar_ode as scalar_ode  # noqa: F401
+from ._plateaus import slowest_point_level as slowest_point_level

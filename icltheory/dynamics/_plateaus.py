@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Plateau", "detect_plateaus", "crossing_times", "first_crossing"]
+__all__ = ["Plateau", "detect_plateaus", "crossing_times", "first_crossing", "slowest_point_level"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,21 @@ def detect_plateaus(
                 continue
         merged.append((a, b))
     return [Plateau(float(t[a]), float(t[b]), float(np.median(y[a:b + 1]))) for a, b in merged]
+
+
+def slowest_point_level(t, y, plateau: Plateau, *, log_time: bool = False) -> float:
+    r"""The value of ``y`` where it moves slowest (smallest $|dy/dt|$, or $|dy/d\log t|$ with
+    ``log_time``) inside ``plateau``: for gradient flow near a saddle this is the trajectory's
+    closest approach to the fixed point, a less biased estimate of the fixed point's loss than
+    the plateau's median (which mixes in the start of the next drop).  Falls back to the median
+    level when the plateau holds fewer than 3 samples."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    i = np.flatnonzero((t >= plateau.start) & (t <= plateau.end))
+    if i.size < 3:
+        return plateau.level
+    x = np.log(t[i]) if log_time else t[i]
+    return float(y[i][int(np.argmin(np.abs(np.gradient(y[i], x))))])
 
 
 def first_crossing(t, y, level: float, *, start: float | None = None) -> float | None:
