@@ -30,7 +30,9 @@ small-step regime (at least 20 steps to the threshold, stiffness ≤ 0.5; see
 :func:`icltheory.models._nonlinear_icl.isotropic_stiffness`), with a tolerance that adds the
 first-order effect of GD's Euler lag on each time.  Without ``eta``, the L-sweeps (l-scaling,
 summary-fast-rate) derive the step from the setting (:func:`_default_sweep_eta`): the largest η
-that keeps the three smallest L in that regime, so no fixed number tuned to one K decides it.
+that keeps the three smallest L in that regime, so no fixed number tuned to one K decides it;
+final-attention applies the same rule (:func:`_largest_flow_step`) at its one L, up to its
+target attention (:func:`_default_final_eta`).
 """
 
 from __future__ import annotations
@@ -269,9 +271,19 @@ class OscillationSetting(NonlinearSetting):
 class FinalAttentionSetting(NonlinearSetting):
     model: str = Choice("B", ("A", "B"), doc="B only: the finite-prompt model")
     task: str = Choice("sin", nl.TASKS, doc="task family g (f = L·g, g 1-Lipschitz)")
+    eta: float | None = Float(None, positive=True,
+                              doc="GD step size η (default: derived from the setting — the largest "
+                                  "η keeping GD in its small-step regime up to the target attention)")
+    _ETA = {}  # no fixed default: _default_final_eta derives it from the setting
     _ONLY_MODEL = "B"
     _ONLY_MODEL_WHY = ("final-attention is the finite-prompt (model B) claim; "
                        "model A's late phase is nonlinear.asymptote / two-phase")
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.eta is None:
+            # the derived η is ηL²/L² with ηL² set by the scale-1 task: L² must be a normal float
+            _check_eta_L2(1.0, self.L)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -527,39 +539,56 @@ def _sweep_cap(s: NonlinearSetting, th_max: float, eta_c1_L2: float) -> tuple[in
     return _horizon(s.K, th_max, eta_c1_L2, 1.0), _max_steps_B(s)
 
 
-def _default_sweep_eta(s: NonlinearSetting, Ls, thetas, c1: float, c_max: float,
-                       c_fast: float) -> tuple[float, int]:
-    r"""The sweep's step when the user gives no ``eta``: ``(η, n)``.
-
-    A run at scale :math:`L` enters the rate fit only in GD's small-step regime
-    (:func:`_slope_checks`): stiffness :math:`s_K\,\eta c_{\max}L^2\le S_{\max}`
-    (``MAX_STIFFNESS``; :math:`s_K` = ``isotropic_stiffness(K, 1)``) and at least
-    :math:`T_{\min}` = ``MIN_STEPS_FOR_RATE`` steps to the lowest threshold
-    :math:`\theta_{\min}`.  Both bound :math:`\eta L^2` from above, so the largest admissible
-    step for the :math:`n` smallest :math:`L` is
+def _largest_flow_step(K: int, theta: float, c_max: float, c_fast: float) -> float:
+    r"""The largest :math:`\eta L^2` (curvatures at scale 1) that keeps GD in its small-step
+    regime up to attention :math:`\theta`: stiffness
+    :math:`s_K\,\eta c_{\max}L^2\le S_{\max}` (``MAX_STIFFNESS``; :math:`s_K` =
+    ``isotropic_stiffness(K, 1)``) and at least :math:`T_{\min}` = ``MIN_STEPS_FOR_RATE`` steps
+    to :math:`\theta`.  Both bound :math:`\eta L^2` from above:
 
     .. math::
-        \eta=\frac{1}{L_{(n)}^2}\min\Bigl(\frac{S_{\max}}{s_K\,c_{\max}},\;
-        \frac{\tau_K(\theta_{\min})}{(T_{\min}+\lambda)\,c_{\rm fast}}\Bigr),
+        \eta L^2=\min\Bigl(\frac{S_{\max}}{s_K\,c_{\max}},\;
+        \frac{\tau_K(\theta)}{(T_{\min}+\lambda)\,c_{\rm fast}}\Bigr),
 
     with :math:`\tau_K(\theta)` the isotropic flow time at :math:`\eta c=1`
     (:func:`~icltheory.models._nonlinear_icl.isotropic_flow_time`), :math:`\lambda` GD's Euler
     lag + 1 step (so GD's crossing is still :math:`\ge T_{\min}`), :math:`c_{\max}` the
     strongest pair's curvature (the stiffness test's) and :math:`c_{\rm fast}` the curvature
-    that sets the early speed: :math:`c_{\max}` in model A (exact in the isotropic case), and
+    that sets the early speed (:func:`_fast_curvature`).  Shared by the L-sweeps
+    (:func:`_default_sweep_eta`) and final-attention (:func:`_default_final_eta`)."""
+    target = MIN_STEPS_FOR_RATE + float(nl.euler_lag_steps(theta, K, 1.0)) + 1.0
+    return min(MAX_STIFFNESS / (nl.isotropic_stiffness(K, 1.0) * c_max),
+               float(nl.isotropic_flow_time(theta, K, 1.0)) / (target * c_fast))
+
+
+def _fast_curvature(model: str, K: int, c_max: float, batch=None) -> float:
+    r"""The curvature that sets the early speed, :math:`c_{\rm fast}` of
+    :func:`_largest_flow_step`: :math:`c_{\max}` in model A (exact in the isotropic case), and
     in model B its first-step curvature :math:`K^4/(K-1)\cdot d\bar a/d\eta|_0`
     (:func:`~icltheory.models._nonlinear_icl.prompt_initial_attention_rate`), which over-states
-    the speed (model B measured 1.3–2.2× slower to :math:`\theta_{\min}` than predicted for
+    the speed (model B measured 1.3–2.2× slower to θ = 0.5 than predicted for
     K ∈ {3, 4, 6, 8, 16}, linear/sin/relu; 0.97× at K = 2, inside the :math:`\lambda` margin).
+    Without a first-step signal it falls back to :math:`c_{\max}`."""
+    if model == "A":
+        return c_max
+    c_fast = K**4 / (K - 1) * nl.prompt_initial_attention_rate(batch)
+    return c_fast if c_fast > 0 else c_max
+
+
+def _default_sweep_eta(s: NonlinearSetting, Ls, thetas, c1: float, c_max: float,
+                       c_fast: float) -> tuple[float, int]:
+    r"""The sweep's step when the user gives no ``eta``: ``(η, n)``.
+
+    A run at scale :math:`L` enters the rate fit only in GD's small-step regime up to the
+    lowest threshold :math:`\theta_{\min}` (:func:`_slope_checks`), so the largest admissible
+    step for the :math:`n` smallest :math:`L` is
+    :math:`\eta=\eta L^2_{\max}(K,\theta_{\min})/L_{(n)}^2` (:func:`_largest_flow_step`).
     :math:`n=\min(3,\#L)`, lowered to 2 while the derived horizon of the slowest run (smallest
     :math:`L`, :math:`\theta_{\max}`, weakest pair :math:`c_1`) would exceed the work cap: a
     larger step takes the fast runs out of the flow regime, a smaller one only costs time.
     """
-    K = s.K
     th_min, th_max = float(min(thetas)), float(max(thetas))
-    target = MIN_STEPS_FOR_RATE + float(nl.euler_lag_steps(th_min, K, 1.0)) + 1.0
-    eta_L2 = min(MAX_STIFFNESS / (nl.isotropic_stiffness(K, 1.0) * c_max),
-                 float(nl.isotropic_flow_time(th_min, K, 1.0)) / (target * c_fast))
+    eta_L2 = _largest_flow_step(s.K, th_min, c_max, c_fast)
     Lu = np.unique(np.asarray(Ls, dtype=float))
     eta, n = float("nan"), 2
     for n in range(min(3, len(Lu)), 1, -1):
@@ -570,6 +599,18 @@ def _default_sweep_eta(s: NonlinearSetting, Ls, thetas, c1: float, c_max: float,
     return eta, n
 
 
+def _default_final_eta(s: NonlinearSetting, theta: float, c_max: float, batch) -> float:
+    r"""final-attention's step when the user gives no ``eta``: the largest step keeping model B
+    in GD's small-step regime up to the target attention :math:`\theta` — the same rule as the
+    L-sweeps (:func:`_largest_flow_step`), at the claim's one :math:`L`:
+    :math:`\eta=\eta L^2_{\max}(K,\theta;c_{\max},c_{\rm fast})/L^2`.  The rule depends on
+    K, d, N, noise and task through the prompts and the pair curvatures, and on L only through
+    :math:`1/L^2` (the rescaling identity).  The largest admissible step also gives the shortest
+    derived horizon: if that exceeds the work cap, a smaller step cannot help."""
+    c_fast = _fast_curvature("B", s.K, c_max, batch)
+    return _largest_flow_step(s.K, theta, c_max, c_fast) / s.L**2
+
+
 def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Sweep | None:
     """Time for the mean relevant-token attention to reach each θ, for each L at fixed η
     (``s.eta``, or :func:`_default_sweep_eta` when it is ``None``)."""
@@ -577,15 +618,13 @@ def _sweep_times(s: LScalingSetting | NonlinearSetting, ctx, Ls, thetas) -> _Swe
     thetas = np.asarray(thetas, dtype=float)
     th_max = float(thetas.max())
     K = s.K
+    batch = None
     if s.model == "A":
         V = nl.orthonormal_features(K, s.d)
         c1, c_max = _curvature_range(_orthonormal_cov(K, s.d, s.task, s.seed, ctx.profile), V)
-        c_fast = c_max
     else:
         _, batch, (c1, c_max) = _model_B(s, ctx)
-        c_fast = K**4 / (K - 1) * nl.prompt_initial_attention_rate(batch) if s.eta is None else 0
-        if not c_fast > 0:  # no first-step signal: fall back to the strongest pair
-            c_fast = c_max
+    c_fast = _fast_curvature(s.model, K, c_max, batch) if s.eta is None else c_max
     eta = s.eta
     if eta is None:
         eta, n = _default_sweep_eta(s, Ls, thetas, c1, c_max, c_fast)
@@ -1251,9 +1290,23 @@ class FinalAttention(Claim):
         K = s.K
         # the horizon comes from the claim's own target, never from a --predict override
         theta = min(max(float(self.constants(s)["attn_min"]), 1.0 / K + 1e-3), 1 - 1e-6)
-        _, batch, (c_eff, _) = _model_B(s, ctx)
+        _, batch, (c_eff, c_max) = _model_B(s, ctx)
+        eta = s.eta
+        if eta is None:
+            eta = _default_final_eta(s, theta, c_max, batch)
+            try:
+                _check_eta_L2(eta, s.L)
+            except SettingError as exc:
+                ctx.inconclusive(f"the derived step η = {eta:g} is unusable ({exc}); set 'eta'")
+                return
+            ctx.note(f"η = {eta:.4g} derived from the setting (ηL² = {eta * s.L**2:.4g}): the "
+                     f"largest step keeping GD in its small-step regime up to attention "
+                     f"{theta:g} (stiffness ≤ {MAX_STIFFNESS:g} with the strongest pair's "
+                     f"curvature {c_max:.4g}, and ≥ {MIN_STEPS_FOR_RATE} steps to {theta:g} at "
+                     f"the first-step curvature; K = {K}).")
+        ctx.measure("eta", eta)
         c_eff *= s.L**2
-        H = s.steps or _horizon(K, theta, s.eta * c_eff, 2.0)
+        H = s.steps or _horizon(K, theta, eta * c_eff, 2.0)
         ctx.note(f"Horizon {H} steps" + ("" if s.steps else
                  f": 2 × the isotropic flow time to attention {theta:g} with the weakest feature "
                  f"pair's curvature γ(Δ²/2)² = {c_eff:.4g} (a heuristic: missing it makes the "
@@ -1265,7 +1318,7 @@ class FinalAttention(Claim):
         def stop(att, loss, t):
             return bool(att[-1] >= P["attn_min"] and loss[-1] <= P["loss_ratio_max"] * loss[0])
 
-        tr = nl.run_prompt_gd(batch, s.L, s.eta, H, stop=stop, check_every=50)
+        tr = nl.run_prompt_gd(batch, s.L, eta, H, stop=stop, check_every=50)
         att, att_min, loss, steps = tr.attn, tr.attn_min, tr.loss, tr.steps
         if not _guard_descent(ctx, loss, f"model {s.model}"):
             return
@@ -1276,7 +1329,7 @@ class FinalAttention(Claim):
         ratio = float(loss[-1] / loss[0])
         ceiling = float(np.mean(batch.same.sum(axis=1) > 0))
         ctx.measure("steps_run", steps)
-        ctx.measure("etaL2t", steps * s.eta * s.L**2)
+        ctx.measure("etaL2t", steps * eta * s.L**2)
         ctx.measure("final_mean_attention", float(att[-1]))
         ctx.measure("final_min_attention", float(att_min[-1]))
         ctx.measure("loss_ratio", ratio)

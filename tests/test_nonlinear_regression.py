@@ -376,6 +376,30 @@ def test_final_attention_holds_and_stricter_target_fails():
     assert _run("nonlinear.final-attention", fixed, {"loss_ratio_max": "1e-5"}).verdict == "fails"
 
 
+@pytest.mark.parametrize("setting", [{"K": 4, "prompts": 400}, {"L": 0.5, "task": "relu"}])
+def test_final_attention_default_step_adapts_to_the_setting(setting):
+    """Without ``eta`` the step is derived from the setting (the l-scaling rule at the claim's
+    target): K = 4 and L = 0.5 with relu tasks hold (at the old fixed η = 100, L = 0.5 needed
+    ~3·10⁴ steps, over the work cap); the derived η·L² does not depend on L (the rescaling
+    identity, so the run is the same), it differs between K = 4 and K = 8, and the stricter
+    target still fails at the steps the claim needed."""
+    base = {k: setting[k] for k in ("prompts", "task") if k in setting}
+    v = _run("nonlinear.final-attention", {**base, **setting})
+    assert v.verdict == "holds", v.reasons
+    assert v.measured["final_mean_attention"] >= 0.95 and v.measured["loss_ratio"] <= 3e-3
+    ref = _run("nonlinear.final-attention", base)  # K = 8, L = 1
+    L2 = setting.get("L", 1.0) ** 2
+    if "L" in setting:
+        assert v.measured["eta"] * L2 == pytest.approx(ref.measured["eta"], rel=1e-12)
+        assert v.measured["steps_run"] == ref.measured["steps_run"]
+        assert v.measured["final_mean_attention"] == pytest.approx(
+            ref.measured["final_mean_attention"], rel=1e-9)
+    else:
+        assert abs(np.log(v.measured["eta"] / ref.measured["eta"])) > 0.1
+    fixed = {**base, **setting, "steps": v.measured["steps_run"], "eta": v.measured["eta"]}
+    assert _run("nonlinear.final-attention", fixed, {"attn_min": "0.995"}).verdict == "fails"
+
+
 def test_final_attention_wrong_settings():
     """N = 1: the mean attention is capped near 1/K, so the claim fails with that as evidence;
     coinciding features (d = 1) are inconclusive; a missed heuristic horizon is not a failure."""
@@ -438,6 +462,7 @@ def test_bad_input_exits_2(args, capsys):
     ["nonlinear.two-phase", "--set", "L=1e-200"],
     ["nonlinear.l-scaling", "--set", "Ls=1e-200,1"],
     ["nonlinear.final-attention", "--set", "eta=1e300", "L=1e10"],
+    ["nonlinear.final-attention", "--set", "L=1e200"],
     ["nonlinear.rescaling", "--set", "eta=1e306", "L=1000", "L_prime=500"],
 ])
 def test_out_of_range_input_exits_2(args, capsys):
@@ -454,6 +479,7 @@ def test_out_of_range_input_exits_2(args, capsys):
     ("nonlinear.summary-fast-rate", {"model": "A", "Ls": "1,1.02"}, "undecided"),
     ("nonlinear.two-phase", {"L": 1e-3}, "GD steps"),
     ("nonlinear.oscillation", {"L": 100.0}, "small-step regime"),
+    ("nonlinear.final-attention", {"L": 1.5e-154, "prompts": 50}, "unusable"),
     ("nonlinear.regimes", {"etaL2s": "1e4,1e6"}, "Theorems 1–2"),
 ])
 def test_odd_settings_are_inconclusive_with_a_reason(cid, setting, why):
