@@ -113,3 +113,13 @@ def test_determinism():
     a = _run("linattn.merged.fixed-points", seed=3).measured
     b = _run("linattn.merged.fixed-points", seed=3).measured
     assert a == b
+
+
+@pytest.mark.parametrize("lam", ["1e-4", "30"])
+def test_sigmoid_holds_far_from_unit_scale(lam):
+    """Times scale like 1/λ²: tolerances must be in the claim's own units, not absolute."""
+    assert _run("linattn.merged.sigmoid", lambdas=",".join([lam] * 4)).verdict == "holds"
+    th = get_claim("linattn.merged.sigmoid").constants(
+        get_claim("linattn.merged.sigmoid").setting({"lambdas": ",".join([lam] * 4)}))["t_half"]
+    v = _run("linattn.merged.sigmoid", lambdas=",".join([lam] * 4), predict={"t_half": str(th * 1.001)})
+    assert v.verdict == "fails"
