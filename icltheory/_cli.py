@@ -22,6 +22,7 @@ from .core import (
     resolve_claims,
     run_check,
 )
+from .core._claim import apply_predictions
 from .report import dumps
 
 EXIT_OK, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -147,15 +148,19 @@ def _cmd_check(args) -> int:
     claims = resolve_claims(args.claims)
     settings = _settings_for(claims, args)
     predict = parse_assignments(args.predict)
-    if predict and len(claims) > 1:
+    mine: list[dict] = [dict(predict) for _ in claims]
+    if predict and len(claims) > 1:  # each claim judges the --predict keys it predicts
+        keys = [set(c.constants(s)) for c, s in zip(claims, settings)]
         for key in predict:
-            if not any(key in c.constants(s) for c, s in zip(claims, settings)):
+            if not any(key in k for k in keys):
                 raise BadInput(f"--predict {key}: no named claim predicts {key!r}")
+        mine = [{k: v for k, v in predict.items() if k in ks} for ks in keys]
+    for c, s, m in zip(claims, settings, mine):  # malformed values are bad input before any run
+        if m:
+            apply_predictions(c, c.constants(s), m)
     progress = _progress_factory()
-    verdicts = []
-    for c, s in zip(claims, settings):
-        mine = {k: v for k, v in predict.items() if len(claims) == 1 or k in c.constants(s)}
-        verdicts.append(run_check(c, s, profile=args.profile, predict=mine, progress=progress))
+    verdicts = [run_check(c, s, profile=args.profile, predict=m, progress=progress)
+                for c, s, m in zip(claims, settings, mine)]
     if args.json:
         print(dumps([v.as_dict() for v in verdicts]))
     else:

@@ -273,12 +273,6 @@ class Setting:
             values[key] = value
         return cls(**values)
 
-    def replace(self, **changes: Any) -> "Setting":
-        """A copy with some fields changed (derived fields are re-derived unless given)."""
-        values = {k: v for k, v in self.given().items()}
-        values.update(changes)
-        return type(self)(**values)
-
     def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 

@@ -186,11 +186,22 @@ class MergedEquivalence(Claim):
 # =============================================================================== fixed points
 
 
-def _population_gd_to_convergence(s: MergedSetting, Lam_eig: np.ndarray, ctx, seeds: int,
-                                  lr: float | None):
+@dataclass
+class _ConvergedRun:
+    """Population GD run of the two-layer network, with its strong-convexity certificate."""
+
+    steps: np.ndarray  # (T,)
+    loss: np.ndarray  # (S, T) plain MSE
+    M: np.ndarray  # (S, D, D) learned bilinear map
+    lr: float
+    gap: float  # max over seeds of ‖∇L(M_T)‖²/(2μ) ≥ L(M_T) − L*
+    mu: float  # strong-convexity modulus of L in M
+    converged: bool
+
+
+def _population_gd_to_convergence(s: MergedSetting, ctx, seeds: int) -> _ConvergedRun:
     """Population GD of the H-head two-layer network (relevant block) until the strong-convexity
-    bound on L(M) − L* is tiny, or a theory-derived cap.  Returns (steps, loss (S,T), M (S,D,D),
-    the lr used, cap_hit)."""
+    bound on L(M) − L* falls below ``tol``, or a theory-derived step cap."""
     D, H = s.D, s.H
     lam = np.asarray(s.lambdas, float)
     mom = la.population_moments(np.diag(lam), s.N)
@@ -198,8 +209,9 @@ def _population_gd_to_convergence(s: MergedSetting, Lam_eig: np.ndarray, ctx, se
     Bd = lam**2 * c
     nuclear = float(np.sum(1 / (lam * c)))
     curv = 2 * float(Bd.max() * lam.max()) * max(nuclear, 1e-12)
-    eta = lr if lr is not None else 0.25 / curv
+    eta = s.lr if s.lr is not None else 0.25 / curv
     mu = 2 * float(Bd.min() * lam.min())
+    tol = 1e-14 * max(1.0, float(lam.sum()))
     # cap: 50 × the slowest direction's logistic escape time, in steps
     t_cap = 50 * (math.log(1 / s.w_init**2) + 10) / (2 * lam.min() ** 2)
     cap = int(min(max(t_cap / eta, 1000), 2_000_000)) if s.steps is None else s.steps
@@ -209,8 +221,8 @@ def _population_gd_to_convergence(s: MergedSetting, Lam_eig: np.ndarray, ctx, se
          "U": s.w_init * rng.standard_normal((seeds, H, D, D))}
     done, chunk = 0, 2000
     steps_all, loss_all = [], []
-    bound = np.inf
-    while done < cap:
+    gap = np.inf
+    while done < cap and gap >= tol:
         n = min(chunk, cap - done)
         res = la.gd_train(model, mom, p, lr=eta, steps=n, record_every=max(n // 200, 1))
         if res.diverged_at is not None:
@@ -220,16 +232,14 @@ def _population_gd_to_convergence(s: MergedSetting, Lam_eig: np.ndarray, ctx, se
         p = res.params
         done += n
         M = model.theta(p).reshape(seeds, D, D)
-        G = 2 * (np.einsum("de,sef,f->sdf", np.diag(Bd), M, lam) - np.diag(lam**2))
-        bound = float(np.max(np.sum(G**2, axis=(1, 2)))) / (2 * mu)
-        if bound < 1e-14 * max(1.0, float(lam.sum())):
-            break
+        G = 2 * (np.einsum("de,sef,f->sdf", np.diag(Bd), M, lam) - np.diag(lam**2))  # ∇_M L
+        gap = float(np.max(np.sum(G**2, axis=(1, 2)))) / (2 * mu)
         chunk = min(chunk * 2, 200_000)
     final = model.theta(p)
     steps_all.append(np.array([done]))
     loss_all.append(mom.mse(final)[:, None])
-    return (np.concatenate(steps_all), np.concatenate(loss_all, axis=1),
-            final.reshape(seeds, D, D), eta, done >= cap and bound >= 1e-14, G, mu)
+    return _ConvergedRun(np.concatenate(steps_all), np.concatenate(loss_all, axis=1),
+                         final.reshape(seeds, D, D), eta, gap, mu, gap < tol)
 
 
 class MergedFixedPoints(Claim):
@@ -330,13 +340,13 @@ class MergedFixedPoints(Claim):
         ctx.measure("mc_samples", n)
         # really train: population GD of the two-layer network from small random init
         seeds = ctx.by_profile(2, 3, 6)
-        steps, loss, M, eta, cap_hit, G, mu = _population_gd_to_convergence(s, lam, ctx, seeds, s.lr)
+        run = _population_gd_to_convergence(s, ctx, seeds)
+        steps, loss, M, eta, gap, mu = run.steps, run.loss, run.M, run.lr, run.gap, run.mu
         final = loss[:, -1]
-        gap = float(np.max(np.sum(G**2, axis=(1, 2)))) / (2 * mu)
         ctx.measure("trained_final_loss", final.tolist())
         ctx.measure("gd_steps", int(steps[-1]))
         ctx.measure("gd_lr", eta)
-        if cap_hit:
+        if not run.converged:
             ctx.inconclusive(f"population GD did not converge within {int(steps[-1])} steps "
                              f"(suboptimality bound {gap:.2e})")
         ctx.close("trained loss → L* (population GD, strong-convexity bound)",
@@ -361,6 +371,11 @@ class MergedFixedPoints(Claim):
 
 
 # =============================================================================== sigmoid
+
+
+def _loss_at_sigma(D, lam, c, sg):
+    """Plain-MSE population loss at M = σI for Λ = λI: Dλ − 2Dλ²σ + Dλ³cσ² (SymPy or numpy)."""
+    return D * lam - 2 * D * lam**2 * sg + D * lam**3 * c * sg**2
 
 
 def _sigmoid_exprs():
@@ -391,7 +406,7 @@ class MergedSigmoid(Claim):
         cv = c.xreplace(vals)
         sig_inf = 1 / (lam * c)
         t_half = sp.log(sp.sqrt(D) / (lam * c * w**2) - 1) / r
-        L = lambda sg: D * lam - 2 * D * lam**2 * sg + D * lam**3 * c * sg**2  # noqa: E731
+        L = lambda sg: _loss_at_sigma(D, lam, c, sg)  # noqa: E731
         return {
             "sigma_inf": float(sig_inf.xreplace(vals)),
             "sigma_inf_exact": str(sp.nsimplify(sig_inf.xreplace(vals))),
@@ -409,7 +424,7 @@ class MergedSigmoid(Claim):
         d.say("Population loss restricted to M = σ I (Λ = λI), the balanced two-layer ansatz "
               "(a = b, σ = ab/√D), the reduced ODE, and its closed-form solution.")
         sg, a, b = sp.symbols("sigma a b", positive=True)
-        Lsig = D * lam - 2 * D * lam**2 * sg + D * lam**3 * c * sg**2
+        Lsig = _loss_at_sigma(D, lam, c, sg)
         d.define("L(σ)", Lsig, "plain-MSE population loss at M = σI")
         pl = PopulationLoss((s.lambdas[0],) * s.D, s.N)
         sub = {D: s.D, N: s.N, lam: exact(s.lambdas[0])}
@@ -538,8 +553,8 @@ class MergedSigmoid(Claim):
         sig_meas = np.trace(th[:, D, :D, :], axis1=1, axis2=2) / D
         # (a) the initial plateau level, z-test over the P sequences
         err0 = (y - Z @ th[0].ravel()) ** 2
-        L0_pred = (D * lam - 2 * D * lam**2 * pred["sigma_0"] + D * lam**3 * c * pred["sigma_0"] ** 2)
-        L0_pred = float(pred["loss_initial"]) - (D * lam - L0_pred)
+        # L(σ₀), anchored on the predicted tr Λ so that --predict loss_initial is judged here
+        L0_pred = float(pred["loss_initial"]) - (D * lam - _loss_at_sigma(D, lam, c, pred["sigma_0"]))
         ctx.ztest("finite-sample initial loss = L(σ₀) ≈ tr Λ", predicted=L0_pred, mean=float(err0.mean()),
                   stderr=float(err0.std(ddof=1) / math.sqrt(P)), n=P, alpha=1e-3, m_tests=3)
         # (b) one drop
@@ -588,7 +603,7 @@ class MergedSigmoid(Claim):
                       f"fitting the training set: least-squares optimism ≈ L*·F/P with F={F} free "
                       "coefficients (first-order)")
         idx = plot_indices(len(t))
-        Lth = lambda sg: D * lam - 2 * D * lam**2 * sg + D * lam**3 * c * sg**2  # noqa: E731
+        Lth = lambda sg: _loss_at_sigma(D, lam, c, sg)  # noqa: E731
         ctx.plot(Plot(
             title=f"ATTN_M, Λ = {lam:g}·I, D={D}, N={s.N}, H={H}: trained vs theory",
             xlabel="t / τ", ylabel="loss (plain MSE)",
