@@ -22,7 +22,7 @@ from .core import (
     resolve_claims,
     run_check,
 )
-from .core._claim import apply_predictions
+from .core._verdict import apply_predictions
 from .report import dumps
 
 EXIT_OK, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -33,16 +33,26 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(message)
 
 
-def _progress_factory():
+def _progress_factory(label: str = ""):
+    """A progress callback ``(fraction, what)`` drawing a tqdm bar on stderr when it is a
+    terminal (nothing otherwise)."""
+    if not sys.stderr.isatty():
+        return None
     try:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
     except ImportError:  # pragma: no cover
         return None
+    bar = None
 
-    def wrap(iterable, total=None, desc=""):
-        return tqdm(iterable, total=total, desc=desc, disable=None, leave=False, file=sys.stderr)
+    def update(fraction: float, what: str = "") -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=1000, desc=label, leave=False, file=sys.stderr,
+                       bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
+        bar.n = int(1000 * min(max(fraction, 0.0), 1.0))
+        bar.set_postfix_str(what[:40], refresh=True)
 
-    return wrap
+    return update
 
 
 def _settings_for(claims: Sequence[Claim], args) -> list[Setting]:
@@ -53,6 +63,8 @@ def _settings_for(claims: Sequence[Claim], args) -> list[Setting]:
     raw.update(parse_assignments(getattr(args, "set", None) or []))
     if getattr(args, "seed", None) is not None:
         raw["seed"] = args.seed
+    if getattr(args, "profile", None) is not None:
+        raw["profile"] = args.profile
     settings = []
     for key in raw:
         if not any(key in c.setting_type.keys() or key in c.setting_type.aliases for c in claims):
@@ -83,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("check", help="check claims and print verdicts")
     q.add_argument("claims", nargs="+", metavar="CLAIM")
     _add_setting_args(q)
-    q.add_argument("--profile", choices=PROFILES, default="standard")
+    q.add_argument("--profile", choices=PROFILES, default=None,
+                   help="quick | standard (default) | thorough (the setting key 'profile')")
     q.add_argument("--predict", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="replace a predicted constant by your own value")
     q.add_argument("--json", action="store_true")
@@ -103,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--all", action="store_true", help="every registered claim")
     q.add_argument("--out", default="reports", metavar="DIR")
     _add_setting_args(q)
-    q.add_argument("--profile", choices=PROFILES, default="standard")
+    q.add_argument("--profile", choices=PROFILES, default=None,
+                   help="quick | standard (default) | thorough (the setting key 'profile')")
     return p
 
 
@@ -157,9 +171,8 @@ def _cmd_check(args) -> int:
         mine = [{k: v for k, v in predict.items() if k in ks} for ks in keys]
     for c, s, m in zip(claims, settings, mine):  # malformed values are bad input before any run
         if m:
-            apply_predictions(c, c.constants(s), m)
-    progress = _progress_factory()
-    verdicts = [run_check(c, s, profile=args.profile, predict=m, progress=progress)
+            apply_predictions(c.id, c.constants(s), m, c.informational)
+    verdicts = [run_check(c, s, predict=m, progress=_progress_factory(c.id))
                 for c, s, m in zip(claims, settings, mine)]
     if args.json:
         print(dumps([v.as_dict() for v in verdicts]))
@@ -204,13 +217,10 @@ def _cmd_report(args) -> int:
         raise BadInput("give claim ids or --all, not both")
     claims = all_claims() if args.all or not args.claims else resolve_claims(args.claims)
     settings = _settings_for(claims, args)
-    progress = _progress_factory()
     verdicts = []
-    items = list(zip(claims, settings))
-    it = progress(items, total=len(items), desc="claims") if progress else items
-    for c, s in it:
+    for c, s in zip(claims, settings):
         print(f"checking {c.id} ...", file=sys.stderr, flush=True)
-        v = run_check(c, s, profile=args.profile, progress=progress)
+        v = run_check(c, s, progress=_progress_factory(c.id))
         print(f"  {v.verdict} ({v.runtime_s:.1f} s)", file=sys.stderr, flush=True)
         verdicts.append(v)
     paths = write_reports(verdicts, args.out)

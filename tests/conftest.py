@@ -23,6 +23,8 @@ settings.register_profile(
 )
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 settings.load_profile(_PROFILE)
+#: the Hypothesis profile in force (dev | ci | thorough): tests scale their run counts by it
+PROFILE_NAME = _PROFILE
 
 THOROUGH = _PROFILE == "thorough" or os.environ.get("ICLTHEORY_THOROUGH") == "1"
 

@@ -1,7 +1,18 @@
 """The verifier core: settings, claims, derivations, checks, verdicts and the registry."""
 
-from ._claim import PROFILES as PROFILES
+from ._cache import cached as cached
+from ._cache import clear_caches as clear_caches
+from ._claim import BUDGETS as BUDGETS
+from ._claim import FALSE_FAIL_MAX as FALSE_FAIL_MAX
 from ._claim import Claim as Claim
+from ._claim import Cost as Cost
+from ._claim import Measurement as Measurement
+from ._claim import OverBudget as OverBudget
+from ._claim import PlantedError as PlantedError
+from ._claim import Prediction as Prediction
+from ._claim import Run as Run
+from ._claim import judge_claim as judge_claim
+from ._claim import measure_claim as measure_claim
 from ._claim import run_check as run_check
 from ._claim import versions as versions
 from ._derivation import Derivation as Derivation
@@ -10,9 +21,14 @@ from ._derivation import verify_identity as verify_identity
 from ._errors import BadInput as BadInput
 from ._errors import NumericalTrouble as NumericalTrouble
 from ._errors import SettingError as SettingError
+from ._lazy import lazy_module as lazy_module
+from ._registry import GROUP as GROUP
 from ._registry import all_claims as all_claims
 from ._registry import get_claim as get_claim
+from ._registry import load_errors as load_errors
+from ._registry import register as register
 from ._registry import resolve_claims as resolve_claims
+from ._setting import PROFILES as PROFILES
 from ._setting import Choice as Choice
 from ._setting import Float as Float
 from ._setting import Floats as Floats
@@ -26,3 +42,4 @@ from ._verdict import CheckContext as CheckContext
 from ._verdict import Plot as Plot
 from ._verdict import Series as Series
 from ._verdict import Verdict as Verdict
+from ._verdict import z_critical as z_critical

@@ -1,46 +1,222 @@
 r"""Claims: a paper's statement made executable.
 
-How to add a claim (the contract every paper module in ``proofs/`` follows):
+How to add a claim (the contract; :class:`Claim` enforces it when the class is defined):
 
-1. Write a frozen :class:`~icltheory.core.Setting` subclass whose defaults reproduce the paper.
-2. Subclass :class:`Claim` and set the class attributes ``id`` (lowercase dotted,
-   ``paper.topic.claim``), ``title``, ``source`` (arXiv id and section/equation where known),
-   ``statement`` (LaTeX), ``setting_type`` and ``provenance``.
-3. Implement ``constants(setting) -> dict`` — the *predicted* quantities, computed (ideally
-   lowered from the derivation), never retyped.
-4. Optionally implement ``derive(setting) -> Derivation`` — the symbolic derivation, every
-   step verified.
-5. Implement ``check(setting, ctx)`` — really compute (train, integrate, sample) and record,
-   through ``ctx`` (:class:`~icltheory.core.CheckContext`), each comparison between
-   ``ctx.predicted[...]`` and what was measured, with a tolerance and its reason.  Always
-   compare against ``ctx.predicted`` (not a recomputed constant): ``--predict KEY=VALUE``
-   replaces entries of it, and a wrong value must make the check fail.
-6. List the instance in the module's ``CLAIMS`` tuple; the registry finds it.
+1. A frozen :class:`~icltheory.core.Setting` subclass whose defaults reproduce the paper.
+   Sizes that scale with the profile are ``by_profile=(quick, standard, thorough)`` fields, and
+   every derived default (step size, horizon, sample size) is resolved in the setting, so the
+   recorded setting is exactly what ran.  Every size key has an upper bound (``max=``).
+2. Subclass :class:`Claim` and set ``id`` (lowercase dotted, ``paper.topic.claim``),
+   ``title``, ``source`` (arXiv id and section/equation), ``statement`` (LaTeX),
+   ``setting_type``, ``provenance``, and
 
-Numerical trouble inside ``check`` → raise :class:`~icltheory.core.NumericalTrouble` (or call
-``ctx.inconclusive(reason)``); the runner turns it into an ``inconclusive`` verdict.
+   * ``predictions`` — ``{key: Prediction(meaning, ...)}``, one entry per predicted constant;
+     a constant no check judges is declared ``informational=True`` (``--predict`` refuses it);
+   * ``planted_errors`` — at least one theory-side and one measurement-side
+     :class:`PlantedError` (a monkeypatch of a function the claim relies on) that must turn the
+     verdict to ``fails``.
+3. ``constants(setting) -> dict`` — the predicted quantities, lowered from the paper's theory
+   (the only source of predicted numbers).
+4. ``derive(setting) -> Derivation`` (optional) — the symbolic derivation, every step verified;
+   the runner records "derivation verified" as a check.
+5. ``measure(setting, run) -> dict`` — train, integrate, sample: the measured numbers.  It
+   reads only the setting (never the predictions) and calls only experiment code, so an error
+   in the theory cannot leak into the measurement.  Random numbers come from ``run.rng``;
+   long loops call ``run.tick()``; a measurement that cannot decide calls
+   ``run.inconclusive(reason)``.
+6. ``judge(setting, predicted, measured, ctx)`` — compare: record each comparison through
+   ``ctx.close / ztest / condition / bound`` with ``key=`` or ``judges=`` naming the predicted
+   constants it judges, its tolerance, the reason, and its false-fail probability.
+7. ``estimate(setting) -> Cost`` — the work and memory the run will need, computed from the
+   setting before anything runs; over the profile's budget the verdict is ``inconclusive``
+   without running.
+8. List the instance in the package's ``CLAIMS`` tuple and register it under the entry-point
+   group ``icltheory.claims`` (built-in papers are registered in ``pyproject.toml``).
+
+Numerical trouble → raise :class:`~icltheory.core.NumericalTrouble` (or call
+``run.inconclusive``); the runner turns it into an ``inconclusive`` verdict.
 """
 
 from __future__ import annotations
 
 import abc
+import math
 import re
 import time
-from typing import Any, ClassVar, Mapping
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
 from ._derivation import Derivation
 from ._errors import BadInput, NumericalTrouble
-from ._setting import Setting
-from ._verdict import CheckContext, Verdict, parse_prediction
+from ._setting import PROFILES, Setting
+from ._verdict import Check, CheckContext, Verdict, apply_predictions
 
-__all__ = ["Claim", "run_check", "PROFILES", "versions"]
+__all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
+           "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
+           "FALSE_FAIL_MAX"]
 
-PROFILES = ("quick", "standard", "thorough")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 PROVENANCE = ("confirmed paper text", "inferred", "derived here", "summary's claim",
-              "third-party summary of the paper")
+              "third-party summary of the paper", "reconstruction")
+#: the most a claim's checks may together fail on a true claim (union bound)
+FALSE_FAIL_MAX = 1e-3
+
+
+# ----------------------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One predicted constant of a claim.
+
+    ``meaning``: what the number is; ``formula``: its LaTeX (optional); ``informational``:
+    reported but judged by no check (``--predict`` refuses it); ``kind``: ``"value"`` (judged
+    by closeness), ``"lower_bound"`` / ``"upper_bound"`` (the claim says measured ≥ / ≤ it),
+    ``"count"`` or ``"order"``.  ``wrong``: planted wrong values (or a function of the true
+    value returning them) that the prediction tests plant and that must turn the verdict to
+    ``fails``; by default derived from ``kind``."""
+
+    meaning: str
+    formula: str = ""
+    informational: bool = False
+    kind: str = "value"
+    wrong: Any = None
+
+    def wrong_values(self, true_value: Any) -> list:
+        """Planted wrong values for this constant (at least one)."""
+        if self.wrong is not None:
+            w = self.wrong(true_value) if callable(self.wrong) else self.wrong
+            return list(w) if isinstance(w, list) else [w]
+        return default_wrong(self.kind, true_value)
+
+
+def default_wrong(kind: str, v: Any) -> list:
+    """Wrong values by kind: ×2 and ×½ for values (1 for a zero), +1 for counts, reversed for
+    orders, ×2 for a lower bound, ×¼ for an upper bound."""
+    if isinstance(v, (list, tuple)):
+        if kind == "order":
+            return [list(reversed(v))] if len(v) > 1 else [[x + 1 for x in v]]
+        if kind == "count":
+            return [[x + 1 for x in v]]
+        return [[_scale(x, 2.0) for x in v], [_scale(x, 0.5) for x in v]]
+    if kind == "count":
+        return [v + 1]
+    if kind == "lower_bound":
+        return [_scale(v, 2.0)]
+    if kind == "upper_bound":
+        return [_scale(v, 0.25)]
+    return [_scale(v, 2.0), _scale(v, 0.5)]
+
+
+def _scale(x, f):
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return x
+    return 1.0 if x == 0 else float(x) * f
+
+
+@dataclass(frozen=True)
+class PlantedError:
+    """A planted error: ``target`` (``"package.module:attribute"``) is replaced during one run
+    by ``replace(original)``; the verdict must then be ``fails`` (not ``inconclusive``).
+
+    ``side``: ``"theory"`` (the prediction is wrong) or ``"measurement"`` (the experiment is
+    wrong).  ``setting``: keys for the run (default: the claim's defaults, profile quick)."""
+
+    side: str
+    what: str
+    target: str
+    replace: Callable[[Any], Any]
+    setting: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.side not in ("theory", "measurement"):
+            raise ValueError(f"planted error side must be theory|measurement, got {self.side!r}")
+        if ":" not in self.target:
+            raise ValueError(f"planted error target {self.target!r} is not 'module:attribute'")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a run needs: ``work`` (≈ floating-point operations) and ``memory`` (bytes of the
+    largest arrays held at once), estimated from the setting before anything runs."""
+
+    work: float
+    memory: float
+    what: str = ""
+
+
+#: per profile: (work in flop-equivalents, memory in bytes, wall-clock seconds of the watchdog)
+BUDGETS = {
+    "quick": (2e9, 1 << 30, 120.0),
+    "standard": (4e10, 1 << 30, 900.0),
+    "thorough": (2e12, 4 << 30, 7200.0),
+}
+
+
+class OverBudget(NumericalTrouble):
+    """Raised by :meth:`Run.tick` when a run passes its wall-clock watchdog."""
+
+
+# ----------------------------------------------------------------------------- measurements
+
+
+class Run:
+    """What a claim's ``measure`` receives: random streams, progress, the watchdog, and a
+    place for reasons the measurement could not decide."""
+
+    def __init__(self, setting: Setting, *, progress: Callable[[float, str], None] | None = None,
+                 deadline: float | None = None):
+        self.setting = setting
+        self.seed = setting.seed
+        self.profile = setting.profile
+        self.reasons: list[str] = []
+        self.notes: list[str] = []
+        self._progress = progress
+        self._deadline = deadline
+
+    def rng(self, *stream: int) -> np.random.Generator:
+        """A generator determined by the seed and a stream id (same seed → same numbers)."""
+        return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
+
+    def tick(self, fraction: float | None = None, what: str = "") -> None:
+        """Report progress (``fraction`` ∈ [0, 1]) and enforce the wall-clock watchdog."""
+        if self._progress is not None and fraction is not None:
+            self._progress(float(fraction), what)
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise OverBudget(f"the {self.profile} profile's wall-clock limit was reached"
+                             + (f" during {what}" if what else ""))
+
+    def inconclusive(self, reason: str) -> None:
+        self.reasons.append(reason)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+@dataclass
+class Measurement:
+    """The result of ``measure``: the values, the reasons it could not decide, notes, time."""
+
+    values: dict[str, Any]
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    runtime_s: float = 0.0
+    error: str | None = None  # "internal error: …" when measure raised unexpectedly
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+# ----------------------------------------------------------------------------- the claim
 
 
 class Claim(abc.ABC):
@@ -52,16 +228,40 @@ class Claim(abc.ABC):
     statement: ClassVar[str]
     setting_type: ClassVar[type[Setting]]
     provenance: ClassVar[str] = "third-party summary of the paper"
-    #: a sentence on the negative control that the tests plant for this claim
+    #: the predicted constants (key → Prediction); required by the contract
+    predictions: ClassVar[Mapping[str, Prediction]]
+    #: planted errors (≥ 1 theory side and ≥ 1 measurement side)
+    planted_errors: ClassVar[tuple[PlantedError, ...]] = ()
+    #: trainer backends the claim accepts through its ``backend`` setting key
+    backends: ClassVar[tuple[str, ...]] = ("numpy",)
+    #: legacy: a sentence on the negative control (superseded by ``planted_errors``)
     negative_control: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        if not getattr(cls, "__abstractmethods__", None) and "id" in cls.__dict__:
-            if not _ID.match(cls.id):
-                raise ValueError(f"claim id {cls.id!r} is not lowercase dotted")
+        if getattr(cls, "__abstractmethods__", None) or "id" not in cls.__dict__:
+            return
+        if not _ID.match(cls.id):
+            raise TypeError(f"claim id {cls.id!r} is not lowercase dotted")
+        if not hasattr(cls, "predictions"):
+            return  # legacy claim (overrides check); the registry test lists these
+        for attr in ("title", "source", "statement", "setting_type"):
+            if not getattr(cls, attr, None):
+                raise TypeError(f"claim {cls.id}: missing {attr}")
+        if not cls.predictions or not all(isinstance(p, Prediction) for p in cls.predictions.values()):
+            raise TypeError(f"claim {cls.id}: predictions must map keys to Prediction")
+        sides = {p.side for p in cls.planted_errors}
+        if not {"theory", "measurement"} <= sides:
+            raise TypeError(f"claim {cls.id}: planted_errors need a theory-side and a "
+                            f"measurement-side error (has {sorted(sides) or 'none'})")
+        if cls.check is not Claim.check:
+            raise TypeError(f"claim {cls.id}: implement measure and judge, not check")
 
-    # -- the three operations -------------------------------------------------------------
+    @classmethod
+    def is_legacy(cls) -> bool:
+        return not hasattr(cls, "predictions")
+
+    # -- the operations -------------------------------------------------------------------
     def setting(self, raw: Mapping[str, Any] | None = None) -> Setting:
         return self.setting_type.parse(raw or {})
 
@@ -73,11 +273,29 @@ class Claim(abc.ABC):
         """The symbolic derivation (``None`` when the claim has none)."""
         return None
 
-    @abc.abstractmethod
+    def estimate(self, setting: Setting) -> Cost | None:
+        """The work and memory a run needs (``None``: negligible)."""
+        return None
+
+    def measure(self, setting: Setting, run: Run) -> dict[str, Any]:
+        raise NotImplementedError(f"{self.id} implements neither measure nor check")
+
+    def judge(self, setting: Setting, predicted: Mapping[str, Any], measured: Measurement,
+              ctx: CheckContext) -> None:
+        raise NotImplementedError(f"{self.id} implements neither judge nor check")
+
     def check(self, setting: Setting, ctx: CheckContext) -> None:
-        """Compute and record checks into ``ctx``."""
+        """Legacy single-step check (new claims implement ``measure`` and ``judge``)."""
+        raise NotImplementedError
+
+    @property
+    def informational(self) -> frozenset[str]:
+        preds = getattr(self, "predictions", {})
+        return frozenset(k for k, p in preds.items() if p.informational)
 
     def describe(self) -> dict[str, Any]:
+        """Everything a user (or a report) needs to know about the claim, as data."""
+        preds = getattr(self, "predictions", None)
         return {
             "id": self.id,
             "title": self.title,
@@ -85,75 +303,132 @@ class Claim(abc.ABC):
             "statement": self.statement,
             "provenance": self.provenance,
             "settings": self.setting_type.describe(),
+            "predictions": ({k: {"meaning": p.meaning, "formula": p.formula, "kind": p.kind,
+                                 "informational": p.informational} for k, p in preds.items()}
+                            if preds else {}),
+            "backends": list(self.backends),
+            "planted_errors": [{"side": p.side, "what": p.what, "target": p.target}
+                               for p in self.planted_errors],
         }
 
 
-def versions() -> dict[str, str]:
-    import platform
+# ----------------------------------------------------------------------------- running
 
-    import mpmath
-    import scipy
-    import sympy
+
+def versions() -> dict[str, str]:
+    """Versions of the packages a verdict depends on (read from metadata, nothing imported)."""
+    import platform
+    from importlib import metadata
 
     from .. import __version__
 
-    out = {"icltheory": __version__, "python": platform.python_version(),
-           "numpy": np.__version__, "scipy": scipy.__version__, "sympy": sympy.__version__,
-           "mpmath": mpmath.__version__}
+    out = {"icltheory": __version__, "python": platform.python_version()}
+    for dist in ("numpy", "scipy", "sympy", "mpmath", "python-flint"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:  # pragma: no cover
+            pass
+    return out
+
+
+_NUMERIC_ERRORS = (NumericalTrouble, FloatingPointError, OverflowError, ZeroDivisionError,
+                   np.linalg.LinAlgError, MemoryError, RecursionError)
+
+
+def _describe_exc(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def _over_budget(claim: Claim, setting: Setting) -> str | None:
     try:
-        import flint
-
-        out["python-flint"] = flint.__version__
-    except ImportError:  # pragma: no cover
-        pass
-    return out
-
-
-def apply_predictions(claim: Claim, constants: dict[str, Any], predict: Mapping[str, str]) -> dict:
-    """Replace predicted constants by the user's values (``--predict KEY=VALUE``)."""
-    out = dict(constants)
-    for key, text in predict.items():
-        if key not in constants:
-            raise BadInput(
-                f"--predict {key}: {claim.id} has no predicted constant {key!r}; "
-                f"valid: {', '.join(sorted(constants))}"
-            )
-        value = parse_prediction(key, text) if isinstance(text, str) else text
-        old = constants[key]
-        if isinstance(old, (list, tuple)) and not isinstance(value, list):
-            value = [value]
-        if isinstance(old, (list, tuple)) and len(value) != len(old):
-            raise BadInput(f"--predict {key}: expected {len(old)} values, got {len(value)}")
-        if not isinstance(old, (list, tuple)) and isinstance(value, list):
-            raise BadInput(f"--predict {key}: expected one number, got {len(value)}")
-        out[key] = value
-    return out
+        cost = claim.estimate(setting)
+    except (OverflowError, ValueError, ZeroDivisionError) as exc:
+        return f"the work of this setting cannot be estimated ({_describe_exc(exc)})"
+    if cost is None:
+        return None
+    work, mem, _ = BUDGETS[setting.profile]
+    what = f" ({cost.what})" if cost.what else ""
+    if not (math.isfinite(cost.memory) and cost.memory <= mem):
+        return (f"not run: the setting needs about {cost.memory / 2**30:.3g} GiB{what}, over the "
+                f"{setting.profile} profile's {mem / 2**30:.3g} GiB")
+    if not (math.isfinite(cost.work) and cost.work <= work):
+        return (f"not run: the setting needs about {cost.work:.3g} operations{what}, over the "
+                f"{setting.profile} profile's budget of {work:.3g}")
+    return None
 
 
-def run_check(
-    claim: Claim,
-    setting: Setting,
-    *,
-    profile: str = "standard",
-    predict: Mapping[str, str] | None = None,
-    progress=None,
-) -> Verdict:
-    """Run ``claim.check`` and return its :class:`Verdict` (the one path every caller uses)."""
-    if profile not in PROFILES:
-        raise BadInput(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+def measure_claim(claim: Claim, setting: Setting, *, progress=None) -> Measurement:
+    """Run the claim's experiment (no predictions involved) behind the error boundary."""
     t0 = time.perf_counter()
-    constants = claim.constants(setting)
-    predicted = apply_predictions(claim, constants, predict or {})
-    ctx = CheckContext(predicted=predicted, profile=profile, seed=setting.seed, progress=progress)
+    budget = _over_budget(claim, setting)
+    if budget is not None:
+        return Measurement({}, [budget], runtime_s=time.perf_counter() - t0)
+    run = Run(setting, progress=progress,
+              deadline=time.monotonic() + BUDGETS[setting.profile][2])
+    values: dict[str, Any] = {}
+    error = None
     with np.errstate(over="raise", invalid="raise", divide="raise"):
         try:
-            claim.check(setting, ctx)
-        except NumericalTrouble as exc:
-            ctx.inconclusive(f"numerical trouble: {exc}")
-        except FloatingPointError as exc:
-            ctx.inconclusive(f"floating-point trouble ({exc}); the numbers cannot be trusted")
-        except OverflowError as exc:
-            ctx.inconclusive(f"overflow ({exc})")
+            values = dict(claim.measure(setting, run) or {})
+        except BadInput:
+            raise
+        except _NUMERIC_ERRORS as exc:
+            run.inconclusive(f"numerical trouble in the experiment: {_describe_exc(exc)}")
+        except Exception as exc:  # the error boundary: never a traceback
+            error = f"internal error in the experiment: {_describe_exc(exc)}"
+            run.inconclusive(error)
+            run.notes.append("traceback: " + _tb(exc))
+    return Measurement(values, run.reasons, run.notes, time.perf_counter() - t0, error)
+
+
+def _tb(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2000:]
+
+
+def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
+                predict: Mapping[str, Any] | None = None, progress=None,
+                constants: dict[str, Any] | None = None) -> Verdict:
+    """Judge a measurement against the claim's (or the user's) predictions."""
+    t0 = time.perf_counter()
+    if constants is None:
+        constants = claim.constants(setting)
+    preds = getattr(claim, "predictions", None)
+    if preds is not None and set(constants) != set(preds):
+        raise TypeError(f"{claim.id}: constants() keys {sorted(constants)} differ from the "
+                        f"declared predictions {sorted(preds)}")
+    predicted = apply_predictions(claim.id, constants, predict or {}, claim.informational)
+    ctx = CheckContext(predicted=predicted, profile=setting.profile, seed=setting.seed,
+                       progress=progress)
+    internal = measurement.error
+    for r in measurement.reasons:
+        ctx.inconclusive(r)
+    ctx.notes.extend(measurement.notes)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        try:
+            if claim.is_legacy():
+                claim.check(setting, ctx)
+            else:
+                d = claim.derive(setting)
+                if d is not None:
+                    ctx.verify_derivation(d)
+                if measurement.values or not measurement.reasons:
+                    claim.judge(setting, predicted, measurement, ctx)
+        except BadInput:
+            raise
+        except _NUMERIC_ERRORS as exc:
+            ctx.inconclusive(f"numerical trouble: {_describe_exc(exc)}")
+        except Exception as exc:
+            internal = internal or f"internal error: {_describe_exc(exc)}"
+            ctx.inconclusive(internal)
+            ctx.notes.append("traceback: " + _tb(exc))
+    if preds is not None:
+        unjudged = sorted(k for k in predicted if k not in claim.informational
+                          and k not in ctx.judged)
+        if unjudged and not ctx.inconclusive_reasons:
+            ctx.add(Check("every prediction judged", sorted(predicted), sorted(ctx.judged),
+                          "exact", "contract: each predicted constant is judged by a check",
+                          None, f"not judged: {', '.join(unjudged)}"))
     status, reasons = Verdict.decide(ctx.checks, ctx.inconclusive_reasons)
     evidence = dict(ctx.evidence)
     if status == "fails":
@@ -169,11 +444,37 @@ def run_check(
         checks=ctx.checks,
         evidence=evidence,
         seed=setting.seed,
-        runtime_s=time.perf_counter() - t0,
+        runtime_s=measurement.runtime_s + time.perf_counter() - t0,
         versions=versions(),
-        profile=profile,
+        profile=setting.profile,
         reasons=reasons,
         notes=ctx.notes,
         plots=ctx.plots,
         derivation=ctx.derivation,
+        claim_info=claim.describe(),
+        internal_error=internal,
+        planted={k: predicted[k] for k in (predict or {})},
     )
+
+
+def run_check(
+    claim: Claim,
+    setting: Setting,
+    *,
+    profile: str | None = None,
+    predict: Mapping[str, Any] | None = None,
+    progress=None,
+) -> Verdict:
+    """Measure and judge: the one path every caller uses.  ``profile`` re-resolves the
+    setting's profile-dependent defaults (it is the setting's ``profile`` key)."""
+    if profile is not None:
+        if profile not in PROFILES:
+            raise BadInput(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+        setting = setting.with_profile(profile)
+    constants = claim.constants(setting)
+    apply_predictions(claim.id, constants, predict or {}, claim.informational)  # bad input first
+    if claim.is_legacy():
+        m = Measurement({})
+    else:
+        m = measure_claim(claim, setting, progress=progress)
+    return judge_claim(claim, setting, m, predict=predict, progress=progress, constants=constants)

@@ -22,8 +22,6 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy as sp
-
 __all__ = ["Derivation", "Step", "verify_identity"]
 
 
@@ -38,6 +36,8 @@ class Step:
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
+        import sympy as sp
+
         return {
             "name": self.name,
             "lhs": sp.srepr(self.lhs) if isinstance(self.lhs, sp.Basic) else str(self.lhs),
@@ -52,6 +52,8 @@ class Step:
 
 
 def _latex(e: Any) -> str:
+    import sympy as sp
+
     try:
         return sp.latex(e)
     except Exception:  # pragma: no cover - exotic objects
@@ -59,6 +61,8 @@ def _latex(e: Any) -> str:
 
 
 def _entries(e: Any) -> list:
+    import sympy as sp
+
     if isinstance(e, (sp.MatrixBase,)):
         return list(e)
     if isinstance(e, sp.MatrixExpr):
@@ -72,6 +76,8 @@ def _entries(e: Any) -> list:
 
 
 def _exact_zero(d: sp.Expr) -> bool:
+    import sympy as sp
+
     try:
         return sp.cancel(sp.together(sp.expand(d))) == 0
     except Exception:
@@ -79,6 +85,8 @@ def _exact_zero(d: sp.Expr) -> bool:
 
 
 def _random_point(symbols, rnd: random.Random) -> dict:
+    import sympy as sp
+
     pt = {}
     for s in symbols:
         if s.is_integer:
@@ -92,6 +100,8 @@ def _random_point(symbols, rnd: random.Random) -> dict:
 
 def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> tuple[str, str | None, str]:
     """Return (status, tier, detail) for the identity ``lhs == rhs``."""
+    import sympy as sp
+
     L, R = _entries(lhs), _entries(rhs)
     if len(L) != len(R):
         return "refuted", "exact", f"shape mismatch: {len(L)} vs {len(R)} entries"

@@ -1,45 +1,106 @@
-"""The claim registry: every module of the ``proofs`` package lists its claims in ``CLAIMS``."""
+"""The claim registry: every package that provides claims registers them under the entry-point
+group ``icltheory.claims`` (the built-in papers do so in icltheory's own ``pyproject.toml``).
+
+An entry point names either a sequence of :class:`Claim` instances or a module with a ``CLAIMS``
+tuple::
+
+    [project.entry-points."icltheory.claims"]
+    my_paper = "my_package.claims:CLAIMS"
+
+The core never imports a paper by name.  A registered package that fails to load is reported
+(``load_errors()``, ``icltheory list``) and skipped, so one broken plug-in cannot take the tool
+down.
+"""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import difflib
 from functools import lru_cache
+from importlib import metadata
 
 from ._claim import Claim
 from ._errors import BadInput
 
-__all__ = ["all_claims", "get_claim", "resolve_claims"]
+__all__ = ["all_claims", "get_claim", "resolve_claims", "load_errors", "GROUP", "register",
+           "claim_ids"]
+
+GROUP = "icltheory.claims"
+_EXTRA: dict[str, Claim] = {}
+_ERRORS: list[str] = []
+
+
+def _claims_of(obj) -> list:
+    if isinstance(obj, Claim):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return list(obj)
+    claims = getattr(obj, "CLAIMS", None)
+    if claims is None:
+        raise TypeError(f"{obj!r} is neither a sequence of claims nor a module with CLAIMS")
+    return list(claims)
 
 
 @lru_cache(maxsize=1)
 def _load() -> dict[str, Claim]:
-    import proofs
-
     found: dict[str, Claim] = {}
-    for mod in sorted(pkgutil.iter_modules(proofs.__path__), key=lambda m: m.name):
-        if mod.name.startswith("_"):
+    _ERRORS.clear()
+    eps = sorted(metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.value))
+    seen_values = set()
+    for ep in eps:
+        if ep.value in seen_values:  # the same distribution seen twice on sys.path
             continue
-        module = importlib.import_module(f"proofs.{mod.name}")
-        for claim in getattr(module, "CLAIMS", ()):
+        seen_values.add(ep.value)
+        try:
+            claims = _claims_of(ep.load())
+        except Exception as exc:  # a broken plug-in is reported, not fatal
+            _ERRORS.append(f"{ep.name} ({ep.value}): {type(exc).__name__}: {exc}")
+            continue
+        for claim in claims:
             if not isinstance(claim, Claim):
-                raise TypeError(f"proofs.{mod.name}.CLAIMS holds a non-Claim: {claim!r}")
-            if claim.id in found:
-                raise ValueError(f"claim id {claim.id!r} declared twice")
+                _ERRORS.append(f"{ep.name}: holds a non-Claim {claim!r}")
+                continue
+            if claim.id in found and found[claim.id] is not claim:
+                _ERRORS.append(f"{ep.name}: claim id {claim.id!r} declared twice; kept the first")
+                continue
             found[claim.id] = claim
+    for cid, claim in _EXTRA.items():
+        found.setdefault(cid, claim)
     return dict(sorted(found.items()))
 
 
+def register(claim: Claim) -> None:
+    """Register a claim from Python (e.g. a notebook or a test) without an entry point."""
+    if not isinstance(claim, Claim):
+        raise TypeError(f"not a Claim: {claim!r}")
+    _EXTRA[claim.id] = claim
+    _load.cache_clear()
+
+
+def load_errors() -> list[str]:
+    """Plug-ins that failed to load (one line each)."""
+    _load()
+    return list(_ERRORS)
+
+
 def all_claims() -> list[Claim]:
+    """Every registered claim, sorted by id."""
     return list(_load().values())
 
 
+def claim_ids() -> list[str]:
+    return list(_load())
+
+
 def get_claim(claim_id: str) -> Claim:
+    """The claim with this id; an unknown id is :class:`BadInput` naming the closest few."""
     claims = _load()
     if claim_id not in claims:
-        near = [c for c in claims if c.startswith(claim_id.split(".")[0])]
-        hint = f"; did you mean one of: {', '.join(near)}" if near else "; run 'icltheory list'"
-        raise BadInput(f"unknown claim {claim_id!r}{hint}")
+        near = difflib.get_close_matches(claim_id, list(claims), n=3, cutoff=0.5)
+        if not near:
+            head = claim_id.split(".")[0]
+            near = [c for c in claims if c.startswith(head + ".")][:3]
+        hint = f"; did you mean {', '.join(near)}?" if near else "; run 'icltheory list'"
+        raise BadInput(f"unknown claim {claim_id[:80]!r}{hint}")
     return claims[claim_id]
 
 

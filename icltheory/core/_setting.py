@@ -10,24 +10,35 @@ How to write a setting::
 
     @dataclass(frozen=True, kw_only=True)
     class MySetting(Setting):
-        D: int = Int(4, min=1, doc="input dimension")
-        lambdas: tuple[float, ...] | None = Floats(None, positive=True, doc="eigenvalues")
+        D: int = Int(4, min=1, max=64, sample=(1, 6), doc="input dimension")
+        lambdas: tuple[float, ...] | None = Floats(None, positive=True, length="D",
+                                                   doc="eigenvalues")
+        P: int | None = Int(None, min=1, max=10**6, by_profile=(500, 5000, 50000),
+                            doc="training sequences")
 
         def _resolve(self):            # optional: fill derived defaults
             if self.lambdas is None:
                 self._set("lambdas", (1.0,) * self.D)
 
         def _validate(self):           # optional: cross-field checks
-            if len(self.lambdas) != self.D:
-                raise SettingError("lambdas", f"has {len(self.lambdas)} values but D={self.D}")
+            ...
 
-Every setting has a ``seed`` field (non-negative integer).
+Every setting has a ``seed`` and a ``profile`` field.  **What runs is what is recorded**: a
+field declared with ``by_profile=(quick, standard, thorough)`` and left unset is resolved from
+the profile when the setting is built, and every other derived default is filled by
+``_resolve``; :meth:`Setting.as_dict` is then the complete record, and parsing that record
+again (``check --config``) gives an equal setting, whatever its profile.
+
+Input rules (hard edges): integers are written as ASCII digits (``1e30`` is not an integer);
+numbers are ASCII decimal literals (no ``inf``/``nan``, no other scripts' digits); lists have
+no empty items and at most ``max_len`` entries; every size key states an upper bound.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +53,23 @@ __all__ = [
     "Floats",
     "Choice",
     "Text",
+    "PROFILES",
     "parse_assignments",
     "load_toml",
+    "CONFIG_MAX_BYTES",
 ]
+
+#: the three profiles, in increasing work: a smoke run, the default, heavy checks
+PROFILES = ("quick", "standard", "thorough")
+#: the largest TOML settings file read (a settings file is a handful of keys)
+CONFIG_MAX_BYTES = 1 << 20
+#: the longest list a ``Floats`` key accepts unless the field says otherwise
+DEFAULT_MAX_LEN = 256
+#: the longest free-text value (expressions)
+TEXT_MAX_LEN = 2000
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 # --------------------------------------------------------------------------- field specs
@@ -60,6 +85,10 @@ class _Spec:
     choices: tuple[str, ...] | None = None
     optional: bool = False
     min_len: int = 1
+    max_len: int = DEFAULT_MAX_LEN
+    by_profile: tuple | None = None  # (quick, standard, thorough) default when left unset
+    length: str | None = None  # a Floats list whose length must equal this int key
+    sample: tuple | None = None  # (lo, hi[, "log"]) range that random settings draw from
 
     # -- conversion -----------------------------------------------------------------------
     def convert(self, key: str, value: Any) -> Any:
@@ -72,15 +101,17 @@ class _Spec:
         if self.kind == "float":
             return self._check_range(key, _to_float(key, value))
         if self.kind == "floats":
-            items = _to_list(key, value)
+            items = _to_list(key, value, self.max_len)
             if len(items) < self.min_len:
                 raise SettingError(key, f"needs at least {self.min_len} value(s)")
             return tuple(self._check_range(key, _to_float(key, v)) for v in items)
         if self.kind == "choice":
-            text = str(value).strip()
+            if not isinstance(value, str):
+                raise SettingError(key, f"expected one of {', '.join(self.choices)}, got {value!r}")
+            text = value.strip()
             if text not in self.choices:
                 raise SettingError(
-                    key, f"unknown value {text!r}; valid values: {', '.join(self.choices)}"
+                    key, f"unknown value {text[:40]!r}; valid values: {', '.join(self.choices)}"
                 )
             return text
         if self.kind == "text":
@@ -89,6 +120,8 @@ class _Spec:
             text = str(value).strip()
             if not text:
                 raise SettingError(key, "is empty")
+            if len(text) > TEXT_MAX_LEN:
+                raise SettingError(key, f"is longer than {TEXT_MAX_LEN} characters")
             return text
         raise AssertionError(self.kind)  # pragma: no cover
 
@@ -110,11 +143,16 @@ class _Spec:
             parts.append("≤ " + _fmt(self.max))
         if self.choices:
             parts.append("one of " + "|".join(self.choices))
+        if self.length:
+            parts.append(f"{self.length} values")
         return ", ".join(parts)
 
 
 def _fmt(v: float) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
+    if isinstance(v, float):
+        return f"{v:g}"
+    s = str(v)
+    return s if len(s) <= 24 else f"{float(v):.3g}"
 
 
 def _to_int(key: str, value: Any) -> int:
@@ -123,50 +161,54 @@ def _to_int(key: str, value: Any) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        if math.isfinite(value) and value == int(value):
+        if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
             return int(value)
         raise SettingError(key, f"expected an integer, got {value!r}")
     text = str(value).strip()
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            f = float(text)
-        except ValueError:
-            raise SettingError(key, f"expected an integer, got {text!r}") from None
-        if math.isfinite(f) and f == int(f):
-            return int(f)
-        raise SettingError(key, f"expected an integer, got {text!r}") from None
+    if len(text) > 40 or not _INT_RE.fullmatch(text):
+        raise SettingError(key, f"expected an integer written in digits, got {text[:40]!r}")
+    return int(text)
 
 
 def _to_float(key: str, value: Any) -> float:
     if isinstance(value, bool):
         raise SettingError(key, f"expected a number, got {value!r}")
     if isinstance(value, (int, float)):
-        f = float(value)
+        try:
+            f = float(value)
+        except OverflowError:
+            raise SettingError(key, "is too large for a float") from None
     else:
         text = str(value).strip()
-        try:
-            f = float(text)
-        except ValueError:
-            raise SettingError(key, f"expected a number, got {text!r}") from None
+        if len(text) > 64 or not _FLOAT_RE.fullmatch(text):
+            raise SettingError(key, f"expected a decimal number, got {text[:40]!r}")
+        f = float(text)
     if not math.isfinite(f):
         raise SettingError(key, f"must be a finite number, got {f!r}")
     return f
 
 
-def _to_list(key: str, value: Any) -> list:
+def _to_list(key: str, value: Any, max_len: int) -> list:
     if isinstance(value, (list, tuple)):
         items = list(value)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         items = [value]
-    else:
-        text = str(value).strip().strip("[]()")
-        items = [t for t in (p.strip() for p in text.split(",")) if t != ""]
-        if not items:
-            raise SettingError(key, "expected a comma-separated list of numbers")
+    elif isinstance(value, str):
+        text = value.strip()
+        if len(text) > 64 * (max_len + 1):
+            raise SettingError(key, f"is too long (at most {max_len} values)")
+        text = text.strip("[]()")
+        if text.count(",") + 1 > max_len:
+            raise SettingError(key, f"has more than {max_len} values")
+        items = [p.strip() for p in text.split(",")]
+        if any(t == "" for t in items):
+            raise SettingError(key, f"malformed list {value[:60]!r}: an empty item")
         if any(" " in t for t in items):
-            raise SettingError(key, f"malformed list {value!r}; use comma-separated numbers")
+            raise SettingError(key, f"malformed list {value[:60]!r}; use comma-separated numbers")
+    else:
+        raise SettingError(key, f"expected a list of numbers, got {type(value).__name__}")
+    if len(items) > max_len:
+        raise SettingError(key, f"has more than {max_len} values")
     return items
 
 
@@ -174,9 +216,20 @@ def _field(default: Any, spec: _Spec):
     return field(default=default, metadata={"spec": spec})
 
 
-def Int(default: int | None, *, doc: str, min: int | None = None, max: int | None = None):
-    """An integer field; ``None`` default means "derived from the other fields"."""
-    return _field(default, _Spec("int", doc, min=min, max=max, optional=default is None))
+def _by_profile(by_profile) -> tuple | None:
+    if by_profile is None:
+        return None
+    t = tuple(by_profile)
+    if len(t) != 3:
+        raise TypeError("by_profile needs (quick, standard, thorough)")
+    return t
+
+
+def Int(default: int | None, *, doc: str, min: int | None = None, max: int | None = None,
+        by_profile: Sequence[int] | None = None, sample: tuple | None = None):
+    """An integer field; ``None`` default means "derived" (by ``by_profile`` or ``_resolve``)."""
+    return _field(default, _Spec("int", doc, min=min, max=max, optional=default is None,
+                                 by_profile=_by_profile(by_profile), sample=sample))
 
 
 def Float(
@@ -186,6 +239,8 @@ def Float(
     min: float | None = None,
     max: float | None = None,
     positive: bool = False,
+    by_profile: Sequence[float] | None = None,
+    sample: tuple | None = None,
 ):
     """A finite float; ``positive=True`` requires > 0."""
     spec = _Spec(
@@ -195,6 +250,8 @@ def Float(
         min_open=positive,
         max=max,
         optional=default is None,
+        by_profile=_by_profile(by_profile),
+        sample=sample,
     )
     return _field(default, spec)
 
@@ -205,22 +262,34 @@ def Floats(
     doc: str,
     positive: bool = False,
     min: float | None = None,
+    max: float | None = None,
+    max_len: int = DEFAULT_MAX_LEN,
+    length: str | None = None,
+    sample: tuple | None = None,
 ):
-    """A list of finite floats (comma-separated on the command line)."""
+    """A list of finite floats (comma-separated on the command line).
+
+    ``length="D"``: the list must have as many entries as the int key ``D`` (checked for every
+    setting, and respected by the random settings of :mod:`icltheory.testing`)."""
     d = tuple(default) if default is not None else None
     spec = _Spec(
-        "floats", doc, min=0.0 if positive else min, min_open=positive, optional=d is None
+        "floats", doc, min=0.0 if positive else min, min_open=positive, max=max,
+        optional=d is None, max_len=max_len, length=length, sample=sample,
     )
     return _field(d, spec)
 
 
-def Choice(default: str, choices: Sequence[str], *, doc: str):
-    return _field(default, _Spec("choice", doc, choices=tuple(choices)))
+def Choice(default: str, choices: Sequence[str], *, doc: str, sample: bool | tuple = False):
+    """One of ``choices``; ``sample=True`` lets random settings draw any of them (or a tuple:
+    the ones to draw)."""
+    return _field(default, _Spec("choice", doc, choices=tuple(choices),
+                                 sample=(tuple(choices) if sample is True else
+                                         (tuple(sample) if sample else None))))
 
 
-def Text(default: str | None, *, doc: str):
+def Text(default: str | None, *, doc: str, sample: tuple | None = None):
     """A free-text field (e.g. an expression); parsed and validated by the claim."""
-    return _field(default, _Spec("text", doc, optional=default is None))
+    return _field(default, _Spec("text", doc, optional=default is None, sample=sample))
 
 
 # --------------------------------------------------------------------------- the base class
@@ -230,17 +299,36 @@ def Text(default: str | None, *, doc: str):
 class Setting:
     """Base class of every claim's setting.  Subclasses are frozen keyword-only dataclasses."""
 
-    seed: int = Int(0, min=0, doc="seed of every random draw (same seed → same numbers)")
+    seed: int = Int(0, min=0, max=2**63 - 1, sample=(0, 10_000),
+                    doc="seed of every random draw (same seed → same numbers)")
+    profile: str = Choice("standard", PROFILES,
+                          doc="how much work: quick (smoke), standard (default), thorough")
 
     #: keys that a user may also set but that do not correspond to fields (none by default)
     aliases: ClassVar[Mapping[str, str]] = {}
 
     def __post_init__(self) -> None:
+        given = {}
         for f in dataclasses.fields(self):
             spec: _Spec | None = f.metadata.get("spec")
             if spec is not None:
-                object.__setattr__(self, f.name, spec.convert(f.name, getattr(self, f.name)))
+                value = spec.convert(f.name, getattr(self, f.name))
+                object.__setattr__(self, f.name, value)
+                if value is not None:
+                    given[f.name] = value
+        object.__setattr__(self, "_given", given)
+        for f in dataclasses.fields(self):
+            spec = f.metadata.get("spec")
+            if spec is not None and spec.by_profile is not None and getattr(self, f.name) is None:
+                self._set(f.name, spec.by_profile[PROFILES.index(self.profile)])
         self._resolve()
+        for f in dataclasses.fields(self):
+            spec = f.metadata.get("spec")
+            if spec is not None and spec.length is not None and getattr(self, f.name) is not None:
+                n = getattr(self, spec.length)
+                if n is not None and len(getattr(self, f.name)) != n:
+                    raise SettingError(f.name, f"has {len(getattr(self, f.name))} values but "
+                                               f"{spec.length}={n}")
         self._validate()
 
     # hooks ---------------------------------------------------------------------------------
@@ -274,9 +362,19 @@ class Setting:
         return cls(**values)
 
     def given(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The values the setting was built from (before derived defaults were filled)."""
+        return dict(self._given)  # type: ignore[attr-defined]
+
+    def with_profile(self, profile: str) -> "Setting":
+        """The same user values under another profile (derived defaults resolved again)."""
+        if profile == self.profile:
+            return self
+        raw = {k: v for k, v in self.given().items() if k != "profile"}
+        raw["profile"] = profile
+        return type(self).parse(raw)
 
     def as_dict(self) -> dict[str, Any]:
+        """Every key with the value that runs (derived defaults resolved): the record."""
         out = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -284,20 +382,35 @@ class Setting:
         return out
 
     @classmethod
+    def field_specs(cls) -> dict[str, _Spec]:
+        return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls)}
+
+    @classmethod
     def describe(cls) -> list[dict[str, Any]]:
-        """One row per key: name, default, type/range, doc (for `list --json` and the README)."""
+        """One row per key: name, default, type/range, doc (for ``describe``, ``list --json``)."""
         rows = []
         for f in dataclasses.fields(cls):
             spec: _Spec = f.metadata["spec"]
             d = f.default
-            rows.append(
-                {
-                    "key": f.name,
-                    "default": list(d) if isinstance(d, tuple) else d,
-                    "type": spec.describe(),
-                    "doc": spec.doc,
-                }
-            )
+            row = {
+                "key": f.name,
+                "default": list(d) if isinstance(d, tuple) else d,
+                "type": spec.describe(),
+                "kind": spec.kind,
+                "min": spec.min,
+                "min_open": spec.min_open,
+                "max": spec.max,
+                "doc": spec.doc,
+            }
+            if spec.choices:
+                row["choices"] = list(spec.choices)
+            if spec.by_profile is not None:
+                row["by_profile"] = dict(zip(PROFILES, spec.by_profile))
+            if spec.length:
+                row["length"] = spec.length
+            if spec.kind == "floats":
+                row["max_len"] = spec.max_len
+            rows.append(row)
         return rows
 
 
@@ -309,11 +422,11 @@ def parse_assignments(items: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         if "=" not in item:
-            raise BadInput(f"malformed assignment {item!r}: expected KEY=VALUE")
+            raise BadInput(f"malformed assignment {item[:60]!r}: expected KEY=VALUE")
         key, value = item.split("=", 1)
         key = key.strip()
-        if not key or not key.replace("_", "").isalnum():
-            raise BadInput(f"malformed assignment {item!r}: bad key {key!r}")
+        if not key or not key.isascii() or not key.replace("_", "").isalnum():
+            raise BadInput(f"malformed assignment {item[:60]!r}: bad key {key[:40]!r}")
         if key in out:
             raise BadInput(f"key {key!r} given twice")
         out[key] = value.strip()
@@ -321,20 +434,26 @@ def parse_assignments(items: Sequence[str]) -> dict[str, str]:
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML settings file.  A top-level table of keys; errors name the file."""
+    """Read a TOML settings file (at most :data:`CONFIG_MAX_BYTES`).  A top-level table of
+    keys; errors name the file."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        with open(p, "rb") as fh:
+            blob = fh.read(CONFIG_MAX_BYTES + 1)
     except FileNotFoundError:
         raise BadInput(f"config file {str(p)!r} does not exist") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadInput(f"config file {str(p)!r} is not valid TOML: {msg}") from None
+    except IsADirectoryError:
+        raise BadInput(f"config file {str(p)!r} is a directory") from None
     except OSError as exc:
         raise BadInput(f"config file {str(p)!r} cannot be read: {exc.strerror}") from None
+    if len(blob) > CONFIG_MAX_BYTES:
+        raise BadInput(f"config file {str(p)!r} is larger than {CONFIG_MAX_BYTES} bytes")
+    try:
+        data = tomllib.loads(blob.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadInput(f"config file {str(p)!r} is not valid TOML: {msg}") from None
     for k, v in data.items():
         if isinstance(v, dict):
             raise BadInput(f"config file {str(p)!r}: nested table [{k}] is not supported")
     return data
-
-

@@ -1,43 +1,57 @@
 """Checks, plots and verdicts.
 
-A claim's ``check`` receives a :class:`CheckContext` and records, through it, every comparison
+A claim's ``judge`` receives a :class:`CheckContext` and records, through it, every comparison
 it makes between a predicted and a measured quantity.  The runner turns the context into a
 :class:`Verdict`:
 
 * ``fails``        — at least one check failed (its evidence is attached);
 * ``inconclusive`` — no check failed, but a check could not decide, the computation hit
-  numerical trouble, or no check ran at all (a ``holds`` must come from a computation that
-  could have failed);
+  numerical trouble, a predicted constant was left unjudged, or no check ran at all (a
+  ``holds`` must come from a computation that could have failed);
 * ``holds``        — every check ran and passed.
 
-Each check states its tolerance *and why that tolerance*.  Helpers:
+Each check states its tolerance, *why that tolerance*, which predicted constants it judges
+(``key=``/``judges=``) and its **false-fail probability** (the chance that it fails although
+the claim is true: 0 for a deterministic bound, α for a test at significance α).  The claim's
+total is the union bound over its checks.  Recorders:
 
 * :meth:`CheckContext.close` — |measured − predicted| ≤ atol + rtol·|predicted| elementwise;
   the error is also reported in units of the tolerance (as ``scipy.integrate`` tests do).
 * :meth:`CheckContext.ztest` — a two-sided z-test of a Monte Carlo mean against a prediction
-  at significance ``alpha`` (optionally Bonferroni-corrected over ``m`` simultaneous tests).
+  at significance ``alpha`` (optionally Bonferroni-corrected over ``m_tests`` tests).
 * :meth:`CheckContext.condition` — a boolean property (e.g. "drop order equals …").
+* :meth:`CheckContext.bound` — a claimed upper bound judged by certificates: below a certified
+  witness → fails; at or above a proved bound → holds; in between → undecided.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from statistics import NormalDist
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 from ._errors import BadInput
 
-__all__ = ["Check", "CheckContext", "Verdict", "Plot", "Series", "STATUSES"]
+__all__ = ["Check", "CheckContext", "Verdict", "Plot", "Series", "STATUSES", "z_critical"]
 
 STATUSES = ("holds", "fails", "inconclusive")
+_UNSET = object()
+
+
+def z_critical(alpha: float) -> float:
+    """The two-sided critical value z with P(|Z| > z) = alpha (standard normal)."""
+    return NormalDist().inv_cdf(1.0 - alpha / 2.0)
 
 
 @dataclass
 class Check:
-    """One comparison.  ``passed`` is ``None`` when the comparison could not decide."""
+    """One comparison.  ``passed`` is ``None`` when the comparison could not decide.
+
+    ``judges``: the predicted constants this check judges; ``false_fail``: the probability
+    that it fails although the claim is true."""
 
     name: str
     predicted: Any
@@ -46,6 +60,8 @@ class Check:
     why: str
     passed: bool | None
     detail: str = ""
+    judges: tuple[str, ...] = ()
+    false_fail: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +72,8 @@ class Check:
             "why": self.why,
             "passed": self.passed,
             "detail": self.detail,
+            "judges": list(self.judges),
+            "false_fail": self.false_fail,
         }
 
 
@@ -86,9 +104,20 @@ class Plot:
     logy: bool = False
     caption: str = ""
 
+    def to_figure(self):
+        """This plot as a matplotlib ``Figure`` (for notebooks)."""
+        from ..report._figures import to_figure
+
+        return to_figure(self)
+
 
 class CheckContext:
-    """What a claim's ``check`` works with: predicted values, profile, seed, recorders."""
+    """What a claim's ``judge`` works with: predicted values, setting, recorders.
+
+    ``predicted`` holds the constants to judge (the theory's, or the user's ``--predict``
+    values).  Every recorder takes ``key=`` (the predicted constant it compares with; the
+    predicted value is then read from ``predicted``) or ``judges=`` (the constants a composite
+    prediction was computed from)."""
 
     def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int, progress=None):
         self.predicted = predicted
@@ -103,19 +132,20 @@ class CheckContext:
         self.derivation = None
         self._progress = progress
 
-    # -- random numbers --------------------------------------------------------------------
+    # -- random numbers (legacy claims; new claims draw in their experiments) ---------------
     def rng(self, *stream: int) -> np.random.Generator:
         """A generator determined by the seed and a stream id (same seed → same numbers)."""
         return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
 
     def by_profile(self, quick, standard, thorough):
-        """Pick a size (samples, seeds, horizon) by the profile: quick < standard < thorough."""
+        """Legacy: pick a size by the profile.  New settings declare ``by_profile=`` fields,
+        so that the recorded setting says what ran."""
         return {"quick": quick, "standard": standard, "thorough": thorough}[self.profile]
 
-    def progress(self, iterable, *, total=None, desc: str = ""):
-        if self._progress is None:
-            return iterable
-        return self._progress(iterable, total=total, desc=desc)
+    def progress(self, fraction: float, what: str = "") -> None:
+        """Report progress of a long judgement (``fraction`` ∈ [0, 1])."""
+        if self._progress is not None:
+            self._progress(float(fraction), what)
 
     # -- recorders ---------------------------------------------------------------------------
     def measure(self, key: str, value: Any) -> None:
@@ -134,6 +164,22 @@ class CheckContext:
         self.checks.append(check)
         return check
 
+    @property
+    def judged(self) -> set[str]:
+        """The predicted constants judged by the checks recorded so far."""
+        return {k for c in self.checks for k in c.judges}
+
+    def _resolve(self, predicted, key, judges) -> tuple[Any, tuple[str, ...]]:
+        keys = tuple([key] if key is not None else []) + tuple(judges)
+        for k in keys:
+            if k not in self.predicted:
+                raise KeyError(f"check judges {k!r}, which is not a predicted constant")
+        if predicted is _UNSET:
+            if key is None:
+                raise TypeError("give predicted= or key=")
+            predicted = self.predicted[key]
+        return predicted, keys
+
     def verify_derivation(self, derivation) -> Check:
         """Attach ``derivation`` to the report and record a check that every step is verified."""
         self.derivation = derivation
@@ -142,91 +188,159 @@ class CheckContext:
                               why="each symbolic step must be verified (its tier is in the report)")
 
     def condition(
-        self, name: str, passed: bool, *, predicted: Any, measured: Any, why: str, detail: str = ""
+        self, name: str, passed: bool | None, *, predicted: Any = _UNSET, measured: Any, why: str,
+        detail: str = "", key: str | None = None, judges: Iterable[str] = (),
+        false_fail: float = 0.0,
     ) -> Check:
-        return self.add(Check(name, predicted, measured, "exact", why, bool(passed), detail))
+        """A boolean property; ``passed=None`` records an undecided check."""
+        predicted, keys = self._resolve(predicted, key, judges)
+        return self.add(Check(name, _plain(predicted), _plain(measured), "exact", why,
+                              None if passed is None else bool(passed), detail, keys,
+                              float(false_fail)))
 
     def close(
         self,
         name: str,
         *,
-        predicted: Any,
         measured: Any,
+        predicted: Any = _UNSET,
+        key: str | None = None,
+        judges: Iterable[str] = (),
         rtol: float = 0.0,
         atol: float = 0.0,
         why: str,
+        false_fail: float = 0.0,
     ) -> Check:
         """Pass iff |m − p| ≤ atol + rtol·|p| for every element (and shapes match)."""
-        if rtol < 0 or atol < 0 or (rtol == 0 and atol == 0):
-            raise ValueError("close() needs a positive tolerance")
-        p = np.asarray(predicted, dtype=float)
-        m = np.asarray(measured, dtype=float)
+        predicted, keys = self._resolve(predicted, key, judges)
+        if rtol < 0 or atol < 0 or (rtol == 0 and atol == 0) or not (
+                math.isfinite(rtol) and math.isfinite(atol)):
+            raise ValueError("close() needs a positive finite tolerance")
+        try:
+            p = np.asarray(predicted, dtype=float)
+            m = np.asarray(measured, dtype=float)
+        except (TypeError, ValueError):
+            return self.add(Check(name, _plain(predicted), _plain(measured),
+                                  {"rtol": rtol, "atol": atol}, why, False,
+                                  "predicted and measured are not comparable numbers", keys,
+                                  float(false_fail)))
         tol = {"rtol": rtol, "atol": atol}
         if p.shape != m.shape:
             return self.add(
-                Check(
-                    name,
-                    _plain(predicted),
-                    _plain(measured),
-                    tol,
-                    why,
-                    False,
-                    f"shape mismatch: predicted {p.shape}, measured {m.shape}",
-                )
+                Check(name, _plain(predicted), _plain(measured), tol, why, False,
+                      f"shape mismatch: predicted {p.shape}, measured {m.shape}", keys,
+                      float(false_fail))
             )
         if not (np.all(np.isfinite(m)) and np.all(np.isfinite(p))):
             return self.add(
-                Check(name, _plain(predicted), _plain(measured), tol, why, None, "non-finite value")
+                Check(name, _plain(predicted), _plain(measured), tol, why, None,
+                      "non-finite value", keys, float(false_fail))
             )
         bound = atol + rtol * np.abs(p)
         err = np.abs(m - p)
-        units = float(np.max(err / bound)) if err.size else 0.0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            units = float(np.max(err / bound)) if err.size else 0.0
         passed = bool(np.all(err <= bound))
-        detail = f"max error {float(np.max(err)) if err.size else 0.0:.3g} = {units:.3g} × tolerance"
-        return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail))
+        detail = _close_detail(err, bound, units)
+        return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail,
+                              keys, float(false_fail)))
 
     def ztest(
         self,
         name: str,
         *,
-        predicted: float,
         mean: float,
         stderr: float,
         n: int,
+        predicted: Any = _UNSET,
+        key: str | None = None,
+        judges: Iterable[str] = (),
         alpha: float = 1e-3,
         m_tests: int = 1,
         why: str = "",
     ) -> Check:
-        """Two-sided z-test of ``mean`` (standard error ``stderr`` from ``n`` samples)."""
+        """Two-sided z-test of ``mean`` (standard error ``stderr`` from ``n`` samples).
+
+        Its false-fail probability is ``alpha / m_tests`` (Bonferroni: the ``m_tests`` tests
+        of one family together have at most ``alpha``)."""
+        predicted, keys = self._resolve(predicted, key, judges)
         a = alpha / m_tests
-        zcrit = float(_st.norm.isf(a / 2))
+        zcrit = z_critical(a)
         tol = {"z_critical": zcrit, "alpha": alpha, "bonferroni_m": m_tests, "n": n,
                "stderr": float(stderr)}
         reason = why or (
             f"Monte Carlo with n={n}: two-sided z-test at significance {alpha:g}"
             + (f" (Bonferroni over {m_tests} tests)" if m_tests > 1 else "")
         )
-        if not (math.isfinite(mean) and math.isfinite(stderr)) or stderr <= 0:
-            return self.add(Check(name, float(predicted), float(mean), tol, reason, None,
-                                  "standard error is zero or non-finite"))
+        mean, predicted = float(mean), float(predicted)
+        if not (math.isfinite(mean) and math.isfinite(stderr) and math.isfinite(predicted)) \
+                or stderr <= 0:
+            return self.add(Check(name, predicted, mean, tol, reason, None,
+                                  "standard error is zero or non-finite", keys, a))
         z = (mean - predicted) / stderr
         passed = abs(z) <= zcrit
         return self.add(
-            Check(name, float(predicted), float(mean), tol, reason, bool(passed),
-                  f"z = {z:+.3f} (critical ±{zcrit:.3f})")
+            Check(name, predicted, mean, tol, reason, bool(passed),
+                  f"z = {z:+.3f} (critical ±{zcrit:.3f})", keys, a)
         )
+
+    def bound(
+        self,
+        name: str,
+        *,
+        key: str,
+        certified_lower: float,
+        proved_upper: float | None,
+        why: str,
+        witness: Any = None,
+    ) -> Check:
+        """Judge a claimed **upper bound** K = ``predicted[key]`` on a constant C.
+
+        ``certified_lower`` is a certified lower bound on C (a witness whose value was
+        enclosed in arb); ``proved_upper`` a proved upper bound on C (from the claim's own
+        derivation).  K < certified_lower → fails (the witness refutes K); K ≥ proved_upper →
+        holds (the proof covers K); otherwise undecided (never a guess)."""
+        K = float(self.predicted[key])
+        tol = {"certified_lower": certified_lower, "proved_upper": proved_upper}
+        if not math.isfinite(K):
+            return self.add(Check(name, K, certified_lower, tol, why, None, "non-finite bound",
+                                  (key,), 0.0))
+        if K < certified_lower:
+            passed, detail = False, (f"K = {K:.6g} < certified witness value {certified_lower:.6g}"
+                                     + (f" ({witness})" if witness else ""))
+        elif proved_upper is not None and K >= proved_upper:
+            passed, detail = True, f"K = {K:.6g} ≥ proved bound {proved_upper:.6g}"
+        else:
+            passed, detail = None, (f"K = {K:.6g} lies between the certified witness "
+                                    f"{certified_lower:.6g} and the proved bound "
+                                    f"{proved_upper if proved_upper is None else f'{proved_upper:.6g}'}")
+        return self.add(Check(name, K, certified_lower, tol, why, passed, detail, (key,), 0.0))
+
+
+def _close_detail(err: np.ndarray, bound: np.ndarray, units: float) -> str:
+    if err.size <= 1:
+        return f"max error {float(np.max(err)) if err.size else 0.0:.3g} = {units:.3g} × tolerance"
+    k = int(np.argmax(err / np.where(bound > 0, bound, np.inf))) if np.any(bound > 0) else 0
+    within = int(np.sum(err <= bound))
+    return (f"max error {float(np.max(err)):.3g} = {units:.3g} × tolerance at index {k}; "
+            f"{within}/{err.size} within tolerance")
 
 
 def _plain(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return v.tolist()
-    if isinstance(v, (np.floating, np.integer)):
+    if isinstance(v, (np.floating, np.integer, np.bool_)):
         return v.item()
     return v
 
 
 @dataclass
 class Verdict:
+    """The outcome of checking one claim in one setting.
+
+    Carries everything a report needs (``claim_info``: title, source, statement, provenance,
+    the meaning of each predicted constant), so reporting never looks the claim up again."""
+
     claim: str
     verdict: str
     setting: dict[str, Any]
@@ -242,6 +356,20 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     plots: list[Plot] = field(default_factory=list)
     derivation: Any = None
+    claim_info: dict[str, Any] = field(default_factory=dict)
+    #: "internal error: …" when the check raised an unexpected exception (CLI exit 4)
+    internal_error: str | None = None
+    #: the predicted constants that were replaced by the user's values (``--predict``)
+    planted: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def false_fail(self) -> float:
+        """Union bound on the probability that this verdict says ``fails`` on a true claim."""
+        return float(sum(c.false_fail for c in self.checks))
+
+    @property
+    def judged(self) -> list[str]:
+        return sorted({k for c in self.checks for k in c.judges})
 
     @staticmethod
     def decide(checks: Sequence[Check], inconclusive_reasons: Sequence[str]) -> tuple[str, list[str]]:
@@ -258,8 +386,12 @@ class Verdict:
             return "inconclusive", reasons
         return "holds", []
 
+    def failed_checks(self) -> list[Check]:
+        return [c for c in self.checks if c.passed is False]
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The JSON record (what ``check --json`` prints and the report's sidecar holds)."""
+        out = {
             "claim": self.claim,
             "verdict": self.verdict,
             "setting": self.setting,
@@ -273,18 +405,78 @@ class Verdict:
             "profile": self.profile,
             "reasons": self.reasons,
             "notes": self.notes,
+            "false_fail_bound": self.false_fail,
+            "judged": self.judged,
         }
+        if self.planted:
+            out["planted_predictions"] = self.planted
+        if self.internal_error:
+            out["internal_error"] = self.internal_error
+        return out
+
+    # -- notebook views -------------------------------------------------------------------
+    def summary(self) -> str:
+        """One paragraph: the verdict, the reasons, the failed checks (predicted vs measured)."""
+        from ..report._markdown import fmt
+
+        lines = [f"{self.claim}: {self.verdict.upper()}"]
+        lines += [f"  reason: {r}" for r in self.reasons]
+        for c in self.checks:
+            if c.passed is not True:
+                mark = "FAIL" if c.passed is False else "undecided"
+                lines.append(f"  {mark}: {c.name}: predicted {fmt(c.predicted)}, measured "
+                             f"{fmt(c.measured)} ({c.detail}); tolerance because {c.why}")
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        from ..report._markdown import verdict_markdown
+
+        return verdict_markdown(self)
 
 
 def parse_prediction(key: str, text: str) -> Any:
     """Parse a ``--predict KEY=VALUE`` value: a number or a comma-separated list of numbers."""
-    parts = [p.strip() for p in str(text).strip().strip("[]").split(",") if p.strip()]
-    if not parts:
+    from ._setting import _FLOAT_RE
+
+    raw = str(text).strip()
+    if len(raw) > 20000:
+        raise BadInput(f"--predict {key}: value too long")
+    parts = [p.strip() for p in raw.strip("[]").split(",")]
+    if not raw.strip("[]").strip():
         raise BadInput(f"--predict {key}: empty value")
-    try:
-        vals = [float(p) for p in parts]
-    except ValueError:
-        raise BadInput(f"--predict {key}: expected a number or a comma list, got {text!r}") from None
+    if any(p == "" for p in parts):
+        raise BadInput(f"--predict {key}: malformed list {raw[:60]!r} (an empty item)")
+    if not all(_FLOAT_RE.fullmatch(p) for p in parts):
+        raise BadInput(f"--predict {key}: expected a number or a comma list, got {raw[:60]!r}")
+    vals = [float(p) for p in parts]
     if not all(math.isfinite(v) for v in vals):
-        raise BadInput(f"--predict {key}: values must be finite, got {text!r}")
-    return vals[0] if len(vals) == 1 and "," not in str(text) else vals
+        raise BadInput(f"--predict {key}: values must be finite, got {raw[:60]!r}")
+    return vals[0] if len(vals) == 1 and "," not in raw else vals
+
+
+def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapping[str, Any],
+                      informational: Iterable[str] = ()) -> dict:
+    """Replace predicted constants by the user's values (``--predict KEY=VALUE``)."""
+    out = dict(constants)
+    info = set(informational)
+    for key, text in predict.items():
+        if key not in constants:
+            raise BadInput(
+                f"--predict {key}: {claim_id} has no predicted constant {key!r}; "
+                f"valid: {', '.join(sorted(k for k in constants if k not in info))}"
+            )
+        if key in info:
+            raise BadInput(f"--predict {key}: {claim_id} reports {key!r} for information only "
+                           "(no check judges it), so a planted value could not be judged")
+        value = parse_prediction(key, text) if isinstance(text, str) else text
+        old = constants[key]
+        if isinstance(old, (list, tuple)) and not isinstance(value, (list, tuple)):
+            value = [value]
+        if isinstance(old, (list, tuple)) and len(value) != len(old):
+            raise BadInput(f"--predict {key}: expected {len(old)} values, got {len(value)}")
+        if not isinstance(old, (list, tuple)) and isinstance(value, (list, tuple)):
+            raise BadInput(f"--predict {key}: expected one number, got {len(value)}")
+        if isinstance(old, str):
+            raise BadInput(f"--predict {key}: {key!r} is not a number")
+        out[key] = list(value) if isinstance(value, tuple) else value
+    return out

@@ -1,4 +1,8 @@
-"""Dynamics machinery: plateau detection, ODE integration with events, GD drivers."""
+"""Dynamics machinery: the one GD driver, ODE integration with events, plateau detection,
+threshold times and scaling fits."""
+
+from ._driver import Trace as Trace
+from ._driver import run_gd as run_gd
 
 from ._plateaus import Plateau as Plateau
 from ._plateaus import crossing_times as crossing_times

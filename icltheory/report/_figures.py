@@ -13,51 +13,63 @@ __all__ = ["render_png"]
 _STYLE = {"line": "-", "dashed": "--", "dotted": ":", "points": "o"}
 
 
-def render_png(plot: Plot) -> bytes:
+def _draw(ax, plot: Plot) -> None:
+    for s in plot.series:
+        x = np.asarray(s.x, dtype=float)
+        y = np.asarray(s.y, dtype=float)
+        if s.style == "points":
+            ax.plot(x, y, "o", ms=3, label=s.label, color=s.color, alpha=s.alpha)
+        else:
+            ax.plot(x, y, _STYLE.get(s.style, "-"), lw=1.4, label=s.label,
+                    color=s.color, alpha=s.alpha)
+    for y, label in plot.hlines:
+        ax.axhline(y, color="0.45", lw=0.8, ls=":")
+        if label:
+            ax.annotate(label, xy=(1.0, y), xycoords=("axes fraction", "data"),
+                        xytext=(2, 0), textcoords="offset points", fontsize=7,
+                        va="center", color="0.3")
+    for x, label in plot.vlines:
+        ax.axvline(x, color="0.6", lw=0.8, ls="--")
+        if label:
+            ax.annotate(label, xy=(x, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(2, -10), textcoords="offset points", fontsize=7,
+                        rotation=90, va="top", color="0.3")
+    for x, y, text in plot.annotations:
+        ax.annotate(text, xy=(x, y), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    if plot.logx:
+        ax.set_xscale("log")
+    if plot.logy:
+        ax.set_yscale("log")
+    ax.set_title(plot.title)
+    ax.set_xlabel(plot.xlabel)
+    ax.set_ylabel(plot.ylabel)
+    if any(s.label for s in plot.series):
+        ax.legend(fontsize=7, loc="best")
+
+
+_RC = {"svg.hashsalt": "icltheory", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
+
+
+def to_figure(plot: Plot):
+    """A matplotlib ``Figure`` (not attached to pyplot's state) drawing ``plot``."""
+    from matplotlib.figure import Figure
+
     import matplotlib
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(6.4, 4.0), dpi=110)
+        ax = fig.add_subplot()
+        _draw(ax, plot)
+        fig.tight_layout()
+    return fig
 
-    with matplotlib.rc_context({"svg.hashsalt": "icltheory", "font.size": 9,
-                                "axes.grid": True, "grid.alpha": 0.3}):
-        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
-        try:
-            for s in plot.series:
-                x = np.asarray(s.x, dtype=float)
-                y = np.asarray(s.y, dtype=float)
-                if s.style == "points":
-                    ax.plot(x, y, "o", ms=3, label=s.label, color=s.color, alpha=s.alpha)
-                else:
-                    ax.plot(x, y, _STYLE.get(s.style, "-"), lw=1.4, label=s.label,
-                            color=s.color, alpha=s.alpha)
-            for y, label in plot.hlines:
-                ax.axhline(y, color="0.45", lw=0.8, ls=":")
-                if label:
-                    ax.annotate(label, xy=(1.0, y), xycoords=("axes fraction", "data"),
-                                xytext=(2, 0), textcoords="offset points", fontsize=7,
-                                va="center", color="0.3")
-            for x, label in plot.vlines:
-                ax.axvline(x, color="0.6", lw=0.8, ls="--")
-                if label:
-                    ax.annotate(label, xy=(x, 1.0), xycoords=("data", "axes fraction"),
-                                xytext=(2, -10), textcoords="offset points", fontsize=7,
-                                rotation=90, va="top", color="0.3")
-            for x, y, text in plot.annotations:
-                ax.annotate(text, xy=(x, y), xytext=(4, 4), textcoords="offset points",
-                            fontsize=7)
-            if plot.logx:
-                ax.set_xscale("log")
-            if plot.logy:
-                ax.set_yscale("log")
-            ax.set_title(plot.title)
-            ax.set_xlabel(plot.xlabel)
-            ax.set_ylabel(plot.ylabel)
-            if any(s.label for s in plot.series):
-                ax.legend(fontsize=7, loc="best")
-            fig.tight_layout()
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", metadata={"Software": None})
-            return buf.getvalue()
-        finally:
-            plt.close(fig)
+
+def render_png(plot: Plot) -> bytes:
+    """Deterministic PNG bytes of ``plot`` (Agg, no metadata)."""
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        fig = to_figure(plot)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", metadata={"Software": None})
+        return buf.getvalue()

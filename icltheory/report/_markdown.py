@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core import Claim, Verdict, all_claims, get_claim
+from ..core import Verdict, all_claims
 from ._atomic import atomic_write_bytes, atomic_write_text
 from ._figures import render_png
 from ._json import dumps, jsonable
@@ -33,7 +33,11 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(claim: Claim, verdict: Verdict, figure_names: list[str]) -> str:
+def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
+    from types import SimpleNamespace
+
+    claim = SimpleNamespace(**{"id": verdict.claim, "title": "", "source": "", "statement": "",
+                               "provenance": "", **verdict.claim_info})
     out: list[str] = []
     out += [f"# `{claim.id}` — {claim.title}", ""]
     out += [f"**Verdict: {_BADGE[verdict.verdict]}**"
@@ -79,6 +83,18 @@ def render_markdown(claim: Claim, verdict: Verdict, figure_names: list[str]) -> 
     return "\n".join(out)
 
 
+def verdict_markdown(v: Verdict) -> str:
+    """A short Markdown view of a verdict (notebooks): badge, reasons, the checks table."""
+    out = [f"**`{v.claim}`: {_BADGE[v.verdict]}**"
+           + (f" — {'; '.join(v.reasons)}" if v.reasons else ""), "",
+           "| check | predicted | measured | result |", "|---|---|---|---|"]
+    for c in v.checks:
+        res = {True: "✅", False: "❌", None: "❔"}[c.passed]
+        out.append(f"| {_cell(c.name)} | {_cell(fmt(c.predicted))} | {_cell(fmt(c.measured))} | "
+                   f"{res} {_cell(c.detail)} |")
+    return "\n".join(out)
+
+
 def _slug(claim_id: str) -> str:
     return claim_id
 
@@ -91,17 +107,15 @@ def write_reports(verdicts: Iterable[Verdict], out_dir: str | Path = "reports") 
     out = Path(out_dir)
     pending: list[tuple[Path, bytes]] = []
     for v in verdicts:
-        claim = get_claim(v.claim)
-        slug = _slug(claim.id)
+        info = v.claim_info
+        slug = _slug(v.claim)
         names = [f"{slug}-{k + 1}.png" for k in range(len(v.plots))]
         for name, plot in zip(names, v.plots):
             pending.append((out / "figures" / name, render_png(plot)))
-        md = render_markdown(claim, v, names)
+        md = render_markdown(v, names)
         data = v.as_dict()
-        data["title"] = claim.title
-        data["source"] = claim.source
-        data["statement"] = claim.statement
-        data["provenance"] = claim.provenance
+        for k in ("title", "source", "statement", "provenance"):
+            data[k] = info.get(k, "")
         data["figures"] = [f"figures/{n}" for n in names]
         if v.derivation is not None:
             data["derivation"] = v.derivation.as_dict()

@@ -1,0 +1,202 @@
+r"""Property-testing theorems: Hypothesis strategies from each claim's setting schema, and
+helpers to check claims and plant errors.
+
+Write a property test of a theorem at random settings::
+
+    from hypothesis import given, settings as hsettings
+    import icltheory.testing as itest
+
+    @hsettings(max_examples=20, deadline=None)
+    @given(itest.settings("linattn.merged.fixed-points", N=12))
+    def test_eq19_at_random_spectra(setting):
+        itest.assert_holds("linattn.merged.fixed-points", setting)
+
+* :func:`settings` draws valid settings: every key declared with ``sample=`` in the claim's
+  setting is drawn from that range (lists get the length of the key named by ``length=``);
+  other keys keep their defaults unless fixed by keyword; a draw that the setting's own
+  validation rejects is discarded (``hypothesis.assume``), so cross-field constraints hold.
+* :func:`check` runs a claim (profile ``quick`` by default) and returns the
+  :class:`~icltheory.core.Verdict`; :func:`assert_holds` / :func:`assert_fails` raise an
+  ``AssertionError`` naming the failing checks, predicted vs measured.
+* :func:`run_planted` runs one of a claim's planted errors (a monkeypatch of a function the
+  claim relies on); :func:`planted_predictions` lists the wrong ``--predict`` values that must
+  turn a claim to ``fails``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .core import (Claim, PlantedError, Setting, SettingError, Verdict, clear_caches, get_claim,
+                   judge_claim, measure_claim, run_check)
+
+__all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
+           "planted_predictions", "raw_settings"]
+
+
+def _claim(claim: str | Claim) -> Claim:
+    return get_claim(claim) if isinstance(claim, str) else claim
+
+
+def _number_strategy(st, kind: str, sample: tuple):
+    lo, hi = sample[0], sample[1]
+    log = len(sample) > 2 and sample[2] == "log"
+    if kind == "int":
+        if log:
+            return st.floats(math.log(lo), math.log(hi)).map(lambda u: int(round(math.exp(u))))
+        return st.integers(int(lo), int(hi))
+    if log:
+        return st.floats(math.log(lo), math.log(hi)).map(math.exp)
+    return st.floats(float(lo), float(hi), allow_nan=False, allow_infinity=False)
+
+
+def raw_settings(claim: str | Claim, **fixed: Any):
+    """A strategy of raw setting dicts (key → value) for ``claim`` (no validation)."""
+    from hypothesis import strategies as st
+
+    c = _claim(claim)
+    specs = c.setting_type.field_specs()
+    unknown = set(fixed) - set(specs)
+    if unknown:
+        raise SettingError(sorted(unknown)[0], f"unknown key for {c.id}")
+
+    @st.composite
+    def draw(draw_):
+        raw: dict[str, Any] = {}
+        for key, spec in specs.items():
+            if key in fixed:
+                raw[key] = fixed[key]
+            elif key == "profile":
+                continue
+            elif spec.sample is None or spec.kind == "floats":
+                continue
+            elif spec.kind == "choice":
+                raw[key] = draw_(st.sampled_from(spec.sample))
+            elif spec.kind == "text":
+                raw[key] = draw_(st.sampled_from(spec.sample))
+            else:
+                raw[key] = draw_(_number_strategy(st, spec.kind, spec.sample))
+        for key, spec in specs.items():  # lists last: their length may follow an int key
+            if spec.kind != "floats" or key in fixed or spec.sample is None:
+                continue
+            n = raw.get(spec.length) if spec.length else None
+            if n is None and spec.length:
+                n = _default(c.setting_type, spec.length)
+            if n is None:
+                n = len(_default(c.setting_type, key) or (1,))
+            if n > 64:
+                continue
+            raw[key] = draw_(st.lists(_number_strategy(st, "float", spec.sample),
+                                      min_size=int(n), max_size=int(n)))
+        return raw
+
+    return draw()
+
+
+def _default(setting_type, key):
+    import dataclasses
+
+    for f in dataclasses.fields(setting_type):
+        if f.name == key:
+            return f.default
+    return None
+
+
+def settings(claim: str | Claim, *, profile: str = "quick", **fixed: Any):
+    """A Hypothesis strategy of valid :class:`Setting` objects for ``claim`` (see the module
+    docstring); ``fixed`` keys are held at the given values."""
+    from hypothesis import assume
+
+    c = _claim(claim)
+
+    def build(raw):
+        try:
+            return c.setting({**raw, "profile": profile, **fixed})
+        except SettingError:
+            assume(False)
+
+    return raw_settings(c, **fixed).map(build)
+
+
+def check(claim: str | Claim, setting: Setting | dict | None = None, *, profile: str = "quick",
+          predict: dict | None = None) -> Verdict:
+    """Check ``claim`` at ``setting`` (a Setting, a dict of keys, or the defaults)."""
+    c = _claim(claim)
+    if not isinstance(setting, Setting):
+        setting = c.setting({"profile": profile, **(setting or {})})
+    elif setting.profile != profile and "profile" not in setting.given():
+        setting = setting.with_profile(profile)
+    return run_check(c, setting, predict=predict)
+
+
+def _explain(v: Verdict) -> str:
+    return f"{v.claim} at {v.setting}:\n{v.summary()}"
+
+
+def assert_holds(claim: str | Claim | Verdict, setting: Setting | dict | None = None, **kw) -> Verdict:
+    """Check and assert ``holds`` (an ``AssertionError`` lists what failed or was undecided)."""
+    v = claim if isinstance(claim, Verdict) else check(claim, setting, **kw)
+    if v.verdict != "holds":
+        raise AssertionError(_explain(v))
+    return v
+
+
+def assert_fails(claim: str | Claim | Verdict, setting: Setting | dict | None = None, **kw) -> Verdict:
+    """Check and assert ``fails``."""
+    v = claim if isinstance(claim, Verdict) else check(claim, setting, **kw)
+    if v.verdict != "fails":
+        raise AssertionError(f"expected fails, got {v.verdict}: " + _explain(v))
+    return v
+
+
+@contextmanager
+def planted(error: PlantedError) -> Iterator[None]:
+    """Install a planted error for the duration of the block (memoised values cleared on entry
+    and exit, so nothing computed with the error outlives it)."""
+    mod_name, attr = error.target.split(":", 1)
+    obj: Any = importlib.import_module(mod_name)
+    parts = attr.split(".")
+    for p in parts[:-1]:
+        obj = getattr(obj, p)
+    original = getattr(obj, parts[-1])
+    clear_caches()
+    setattr(obj, parts[-1], error.replace(original))
+    try:
+        yield
+    finally:
+        setattr(obj, parts[-1], original)
+        clear_caches()
+
+
+def run_planted(claim: str | Claim, error: PlantedError) -> Verdict:
+    """The verdict of ``claim`` with ``error`` planted (profile quick unless the error's
+    setting says otherwise)."""
+    c = _claim(claim)
+    with planted(error):
+        setting = c.setting({"profile": "quick", **dict(error.setting)})
+        return run_check(c, setting)
+
+
+def planted_predictions(claim: str | Claim, setting: Setting) -> list[tuple[str, Any]]:
+    """(key, wrong value) pairs for every judged predicted constant of ``claim``."""
+    c = _claim(claim)
+    consts = c.constants(setting)
+    out = []
+    for key, pred in getattr(c, "predictions", {}).items():
+        if pred.informational:
+            continue
+        for wrong in pred.wrong_values(consts[key]):
+            out.append((key, wrong))
+    return out
+
+
+def judge_planted_predictions(claim: str | Claim, setting: Setting):
+    """Measure once, then judge each planted wrong prediction: yields (key, value, verdict)."""
+    c = _claim(claim)
+    m = measure_claim(c, setting)
+    consts = c.constants(setting)
+    for key, wrong in planted_predictions(c, setting):
+        yield key, wrong, judge_claim(c, setting, m, predict={key: wrong}, constants=consts)
