@@ -3,7 +3,9 @@ measurement side) and planted wrong predictions turn its verdict to ``fails``.
 
     python scripts/planted_errors.py [CLAIM-PREFIX ...] [--json]
 
-A planted error is caught only when the verdict is ``fails`` (``inconclusive`` is not caught).
+A planted error is caught only when the verdict is ``fails`` (``inconclusive`` is not caught;
+for a claim that is false at its defaults, an error declared ``expect="holds"`` is caught when
+it makes the verdict ``holds``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def score(claim) -> dict:
     for err in claim.planted_errors:
         v = itest.run_planted(claim, err)
         row[err.side][1] += 1
-        if v.verdict == "fails":
+        if v.verdict == err.expect:
             row[err.side][0] += 1
         else:
             row["missed"].append(f"{err.side}: {err.what} → {v.verdict}")

@@ -73,7 +73,7 @@ def test_declared_contract(claim: Claim):
 @pytest.mark.parametrize("claim", MIGRATED, ids=_ids(MIGRATED))
 def test_default_holds_and_judges_every_prediction(claim: Claim):
     c, s, m, v = _default_run(claim.id)
-    expected = getattr(c, "expected_default", "holds")
+    expected = c.expected_default
     assert v.verdict == expected, v.summary()
     if expected == "holds":
         judged = set(v.judged)
@@ -101,7 +101,8 @@ PLANTED = [(c, p) for c in MIGRATED for p in c.planted_errors]
                          ids=[f"{c.id}:{p.side}:{p.target.split(':')[-1]}" for c, p in PLANTED])
 def test_planted_errors_fail(claim: Claim, error):
     v = itest.run_planted(claim, error)
-    assert v.verdict == "fails", f"planted {error.side} error ({error.what}): {v.verdict}\n{v.summary()}"
+    assert v.verdict == error.expect, (f"planted {error.side} error ({error.what}): {v.verdict}"
+                                       f"\n{v.summary()}")
 
 
 @pytest.mark.parametrize("claim", MIGRATED, ids=_ids(MIGRATED))
@@ -179,7 +180,7 @@ from hypothesis import settings as hsettings  # noqa: E402
 from conftest import PROFILE_NAME  # noqa: E402
 
 _RUNS = {"dev": 3, "ci": 30, "thorough": 300}.get(PROFILE_NAME, 3)
-TRUE_CLAIMS = [c for c in MIGRATED if getattr(c, "expected_default", "holds") != "fails"]
+TRUE_CLAIMS = [c for c in MIGRATED if c.expected_default != "fails"]
 
 
 @pytest.mark.parametrize("claim", TRUE_CLAIMS, ids=_ids(TRUE_CLAIMS))

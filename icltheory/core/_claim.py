@@ -123,13 +123,17 @@ class PlantedError:
     by ``replace(original)``; the verdict must then be ``fails`` (not ``inconclusive``).
 
     ``side``: ``"theory"`` (the prediction is wrong) or ``"measurement"`` (the experiment is
-    wrong).  ``setting``: keys for the run (default: the claim's defaults, profile quick)."""
+    wrong).  ``setting``: keys for the run (default: the claim's defaults, profile quick).
+    ``expect``: the verdict the error must produce — ``"fails"``; only for a claim that is
+    false at its defaults (``expected_default = "fails"``) may an error that makes the
+    measurement agree with the false statement expect ``"holds"``."""
 
     side: str
     what: str
     target: str
     replace: Callable[[Any], Any]
     setting: Mapping[str, Any] = field(default_factory=dict)
+    expect: str = "fails"
 
     def __post_init__(self):
         if self.side not in ("theory", "measurement"):
@@ -232,6 +236,9 @@ class Claim(abc.ABC):
     predictions: ClassVar[Mapping[str, Prediction]]
     #: planted errors (≥ 1 theory side and ≥ 1 measurement side)
     planted_errors: ClassVar[tuple[PlantedError, ...]] = ()
+    #: the verdict at the default setting: "holds", or "fails" for a published statement that
+    #: is false (reported honestly), or "inconclusive" where the statement cannot be decided
+    expected_default: ClassVar[str] = "holds"
     #: trainer backends the claim accepts through its ``backend`` setting key
     backends: ClassVar[tuple[str, ...]] = ("numpy",)
     #: legacy: a sentence on the negative control (superseded by ``planted_errors``)
