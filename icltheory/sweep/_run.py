@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..core import BadInput, Claim, Setting, run_check, versions
 from ..report import jsonable
-from ._executors import open_executor
+from ._executors import WorkerTrouble, open_executor
 from ._plan import MAX_CELLS, Cell, Plan, plan_sweep
 from ._rows import Row, summary_table, to_dataframe
 from ._store import FORMAT, Store
@@ -20,8 +20,7 @@ from ._store import FORMAT, Store
 __all__ = ["run_sweep", "execute", "run_cell", "SweepResult", "SweepError"]
 
 
-class SweepError(RuntimeError):
-    """The executor could not run a cell (a worker died, a call could not be sent)."""
+SweepError = WorkerTrouble
 
 
 def run_cell(claim: Claim, setting: Setting) -> dict[str, Any]:
