@@ -98,6 +98,8 @@ def _cli(capsys, *argv) -> tuple[int, str, str]:
     (["--grid", "etas=0.1,0.2;-1"], "must be ≥ 0"),
     (["--grid", "N=2", "--workers", "2"], "--workers"),
     (["--grid", "N=2", "--scheduler", "tcp://127.0.0.1:1"], "--executor dask"),
+    (["--grid", "N=2", "--constant", "nothing"], "predicts no such constant"),
+    (["--grid", "N=2", "--grid", "D=1", "--constant", "loss"], "one grid key"),
 ])
 def test_bad_grids_are_refused_before_anything_runs(example, tmp_path, capsys, argv, words):
     out = tmp_path / "out"
@@ -107,6 +109,23 @@ def test_bad_grids_are_refused_before_anything_runs(example, tmp_path, capsys, a
     assert err.count("\n") == 1 and err.startswith("icltheory: error:"), err
     assert words in err, err
     assert not out.exists()
+
+
+def test_out_must_be_a_directory(example, tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    code, _, err = _cli(capsys, "sweep", CLAIM, "--grid", "N=2", "--out", str(f), "--quiet")
+    assert code == 2 and "not a directory" in err and f.read_text() == "x"
+
+
+def test_any_executor_object(example):
+    """The API takes any concurrent.futures.Executor (here a thread pool)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        res = run_sweep(CLAIM, {"N": [2, 3, 4]}, profile="quick", executor=pool)
+    local = run_sweep(CLAIM, {"N": [2, 3, 4]}, profile="quick")
+    assert [_same_numbers(r.result) for r in res] == [_same_numbers(r.result) for r in local]
 
 
 def test_a_value_invalid_in_one_cell_only_is_refused(example):

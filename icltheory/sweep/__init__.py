@@ -3,7 +3,7 @@
 Python first, the command line (``icltheory sweep``) is a thin layer over it::
 
     from icltheory.sweep import run_sweep, load
-    result = run_sweep("linattn.merged.fixed-points", {"N": [8, 16, 31], "D": [2, 3, 4]},
+    result = run_sweep("linattn.merged.fixed-points", {"N": [8, 16, 31], "w_init": [1e-3, 1e-2]},
                        seeds="0..4", profile="quick", executor="processes", out="sweeps")
     print(result.table())              # one line per grid cell: verdict counts, worst margin
     df = load("sweeps")                # one row per run (needs pandas)

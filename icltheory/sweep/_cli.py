@@ -15,14 +15,15 @@ __all__ = ["add_parser", "run"]
 EXIT_OK, EXIT_FAILS, EXIT_INCONCLUSIVE, EXIT_EXECUTOR = 0, 1, 3, 4
 
 _EPILOG = """examples:
-  icltheory sweep linattn.merged.fixed-points --grid N=8,16,31 --grid D=2,3,4 --profile quick
+  icltheory sweep linattn.merged.fixed-points --grid N=8,16,31 --grid w_init=1e-3,1e-2 --profile quick
   icltheory sweep example.onestep.loss --grid N=2..12 --seeds 0..9 --executor processes
   icltheory sweep CLAIM --grid ... --executor dask                     (a LocalCluster here)
   icltheory sweep CLAIM --grid ... --executor dask --scheduler tcp://HOST:8786  (a cluster)
 
 Values: v1,v2,...; a..b for the integers a to b; v1;v2 when each value is a list
 (--grid 'lambdas=0.4,0.3;0.2,0.1'). A rerun of the same command computes only the runs that
-the store under --out lacks."""
+the store under --out lacks (the store is keyed by claim and setting: after changing a claim's
+code, give a fresh --out)."""
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

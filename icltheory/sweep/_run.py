@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
@@ -150,8 +151,8 @@ def _drive(plan: Plan, executor: Executor, window: int, store, bar) -> int:
 
 @contextlib.contextmanager
 def _executor(executor: str | Executor, workers: int | None, scheduler: str | None):
-    if isinstance(executor, Executor):
-        yield executor, (workers or 2)
+    if isinstance(executor, Executor):  # the caller's: it stays open
+        yield executor, (workers or getattr(executor, "_max_workers", None) or 2)
     elif isinstance(executor, str):
         with open_executor(executor, workers=workers, scheduler=scheduler) as pair:
             yield pair
@@ -160,13 +161,37 @@ def _executor(executor: str | Executor, workers: int | None, scheduler: str | No
                        f"got {executor!r}")
 
 
+def _check_constant(plan: Plan, constant: str | None) -> None:
+    if constant is None:
+        return
+    if len(plan.keys) != 1:
+        raise BadInput("--constant: only a sweep over one grid key plots a constant")
+    preds = getattr(plan.claim, "predictions", None)
+    if preds and constant.split("[")[0] not in preds:
+        raise BadInput(f"--constant {constant[:40]}: {plan.claim.id} predicts no such constant; "
+                       f"valid: {', '.join(sorted(preds))}")
+
+
+def _writable(out: Path) -> Path:
+    """``out`` if a directory can be made or written there (checked before anything runs)."""
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {str(out)!r} is not a directory")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise BadInput(f"--out {str(out)!r}: {str(probe)!r} is not a writable directory")
+    return out
+
+
 def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | None = None,
             scheduler: str | None = None, out: str | Path | None = None,
             progress: bool = False, constant: str | None = None) -> SweepResult:
     """Run a validated :class:`Plan` (see :func:`run_sweep`)."""
     from ._page import check_manifest, write_manifest, write_outputs
 
-    directory = Path(out) / plan.name if out is not None else None
+    _check_constant(plan, constant)
+    directory = _writable(Path(out)) / plan.name if out is not None else None
     if directory is not None:
         check_manifest(directory, plan)  # a different sweep under the same name: refuse
     with _executor(executor, workers, scheduler) as (ex, n), \
@@ -196,8 +221,9 @@ def run_sweep(claim: str | Claim, grid: Mapping[str, Sequence[Any]], *,
     ``grid``: key → values (``{"N": [4, 8, 16], "lam": [0.5, 1.0]}``; text is parsed as on
     the command line); ``seeds``: ``"0..9"``, a list, or ``None`` (the setting's seed);
     ``base``: fixed setting keys; ``profile``: one profile for every run; ``executor``:
-    ``"local"`` | ``"processes"`` | ``"dask"`` or any ``concurrent.futures.Executor``;
-    ``workers``: processes or Dask workers to start; ``scheduler``: a running Dask scheduler's
+    ``"local"`` | ``"processes"`` | ``"dask"`` or any ``concurrent.futures.Executor`` (e.g. a
+    Dask ``client.get_executor()``); ``workers``: processes or Dask workers to start (with an
+    Executor given: how many runs it executes at once); ``scheduler``: a running Dask scheduler's
     address; ``out``: a directory under which the sweep's store and report are written (in
     ``<out>/<plan.name>/``; a rerun computes only the runs the store lacks), or ``None`` to keep
     everything in memory; ``progress``: a tqdm bar on stderr.

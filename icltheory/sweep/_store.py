@@ -94,8 +94,12 @@ class Store:
         self.repaired = 0  # bytes of a torn last line that were cut off
 
     def __enter__(self) -> "Store":
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BadInput(f"cannot write the sweep's store in {str(self.directory)!r}: "
+                           f"{exc.strerror or exc}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
