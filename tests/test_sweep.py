@@ -99,6 +99,8 @@ def _cli(capsys, *argv) -> tuple[int, str, str]:
     (["--grid", "N=2", "--workers", "2"], "--workers"),
     (["--grid", "N=2", "--scheduler", "tcp://127.0.0.1:1"], "--executor dask"),
     (["--grid", "N=2", "--constant", "nothing"], "predicts no such constant"),
+    (["--grid", "N=2", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1", "--workers",
+      "2"], "its own"),
     (["--grid", "N=2", "--grid", "D=1", "--constant", "loss"], "one grid key"),
 ])
 def test_bad_grids_are_refused_before_anything_runs(example, tmp_path, capsys, argv, words):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, Callable, Iterator
 
 from ..core import BadInput
@@ -69,6 +69,8 @@ def open_executor(name: str, *, workers: int | None = None, scheduler: str | Non
         raise BadInput(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
     if scheduler is not None and name != "dask":
         raise BadInput("--scheduler needs --executor dask")
+    if scheduler is not None and workers is not None:
+        raise BadInput("--workers starts local workers; a scheduler's cluster has its own")
     if workers is not None and (workers < 1 or workers > 4096):
         raise BadInput(f"--workers must be between 1 and 4096, got {workers}")
     if name == "local":
@@ -76,6 +78,7 @@ def open_executor(name: str, *, workers: int | None = None, scheduler: str | Non
         return
     if name == "processes":
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
         n = workers or default_workers()
         # spawn: a fresh interpreter per worker (no fork of a process with threads); it gets
