@@ -24,6 +24,7 @@ from .core import (
 )
 from .core._verdict import apply_predictions
 from .report import dumps
+from .sweep import _cli as _sweep_cli
 
 EXIT_OK, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_args(q)
     q.add_argument("--profile", choices=PROFILES, default=None,
                    help="quick | standard (default) | thorough (the setting key 'profile')")
+    _sweep_cli.add_parser(sub)
     return p
 
 
@@ -231,7 +233,7 @@ def _cmd_report(args) -> int:
 
 
 _COMMANDS = {"list": _cmd_list, "check": _cmd_check, "constants": _cmd_constants,
-             "derive": _cmd_derive, "report": _cmd_report}
+             "derive": _cmd_derive, "report": _cmd_report, "sweep": _sweep_cli.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
