@@ -44,7 +44,12 @@ def _claims_of(obj) -> list:
 def _load() -> dict[str, Claim]:
     found: dict[str, Claim] = {}
     _ERRORS.clear()
-    eps = sorted(metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.value))
+    def builtin(ep) -> bool:
+        return getattr(getattr(ep, "dist", None), "name", None) == "icltheory"
+
+    # built-in papers first: a plug-in cannot replace a built-in claim id
+    eps = sorted(metadata.entry_points(group=GROUP),
+                 key=lambda e: (not builtin(e), e.name, e.value))
     seen_values = set()
     for ep in eps:
         if ep.value in seen_values:  # the same distribution seen twice on sys.path
@@ -58,6 +63,11 @@ def _load() -> dict[str, Claim]:
         for claim in claims:
             if not isinstance(claim, Claim):
                 _ERRORS.append(f"{ep.name}: holds a non-Claim {claim!r}")
+                continue
+            if claim.is_legacy() and not builtin(ep):
+                _ERRORS.append(f"{ep.name}: claim {claim.id!r} declares no predictions (the "
+                               "claim contract requires predictions, planted errors, measure "
+                               "and judge); not registered")
                 continue
             if claim.id in found and found[claim.id] is not claim:
                 _ERRORS.append(f"{ep.name}: claim id {claim.id!r} declared twice; kept the first")

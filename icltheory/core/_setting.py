@@ -225,11 +225,30 @@ def _by_profile(by_profile) -> tuple | None:
     return t
 
 
+def _declared(default, spec: _Spec):
+    """Check a field declaration: a profile default needs ``default=None`` and must itself be
+    a valid value (a declaration error is the author's, not the user's)."""
+    if spec.by_profile is not None:
+        if default is not None:
+            raise TypeError("a by_profile field needs default=None (the profile supplies it)")
+        for v in spec.by_profile:
+            try:
+                spec.convert("by_profile", v)
+            except SettingError as exc:
+                raise TypeError(f"by_profile value {v!r} is invalid: {exc.problem}") from None
+    if default is not None and spec.kind != "choice":
+        try:
+            spec.convert("default", default)
+        except SettingError as exc:
+            raise TypeError(f"default {default!r} is invalid: {exc.problem}") from None
+    return _field(default, spec)
+
+
 def Int(default: int | None, *, doc: str, min: int | None = None, max: int | None = None,
         by_profile: Sequence[int] | None = None, sample: tuple | None = None):
     """An integer field; ``None`` default means "derived" (by ``by_profile`` or ``_resolve``)."""
-    return _field(default, _Spec("int", doc, min=min, max=max, optional=default is None,
-                                 by_profile=_by_profile(by_profile), sample=sample))
+    return _declared(default, _Spec("int", doc, min=min, max=max, optional=default is None,
+                                    by_profile=_by_profile(by_profile), sample=sample))
 
 
 def Float(
@@ -253,7 +272,7 @@ def Float(
         by_profile=_by_profile(by_profile),
         sample=sample,
     )
-    return _field(default, spec)
+    return _declared(default, spec)
 
 
 def Floats(
@@ -314,14 +333,22 @@ class Setting:
             if spec is not None:
                 value = spec.convert(f.name, getattr(self, f.name))
                 object.__setattr__(self, f.name, value)
-                if value is not None:
+                default = spec.convert(f.name, f.default) if f.default is not None else None
+                if value is not None and value != default:
                     given[f.name] = value
         object.__setattr__(self, "_given", given)
         for f in dataclasses.fields(self):
             spec = f.metadata.get("spec")
             if spec is not None and spec.by_profile is not None and getattr(self, f.name) is None:
                 self._set(f.name, spec.by_profile[PROFILES.index(self.profile)])
-        self._resolve()
+        try:
+            self._resolve()
+        except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
+            if isinstance(exc, BadInput):
+                raise
+            raise SettingError("setting", f"its derived defaults cannot be computed "
+                                          f"({type(exc).__name__}: {exc}); the values are too "
+                                          "extreme") from None
         for f in dataclasses.fields(self):
             spec = f.metadata.get("spec")
             if spec is not None and spec.length is not None and getattr(self, f.name) is not None:
@@ -329,7 +356,13 @@ class Setting:
                 if n is not None and len(getattr(self, f.name)) != n:
                     raise SettingError(f.name, f"has {len(getattr(self, f.name))} values but "
                                                f"{spec.length}={n}")
-        self._validate()
+        try:
+            self._validate()
+        except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
+            if isinstance(exc, BadInput):
+                raise
+            raise SettingError("setting", f"cannot be validated ({type(exc).__name__}: {exc}); "
+                                          "the values are too extreme") from None
 
     # hooks ---------------------------------------------------------------------------------
     def _resolve(self) -> None:
@@ -354,6 +387,8 @@ class Setting:
         values: dict[str, Any] = {}
         for key, value in raw.items():
             key = cls.aliases.get(key, key)
+            if key in values:
+                raise SettingError(key, "given twice (under two names)")
             if key not in known:
                 raise SettingError(
                     key, f"unknown key for {cls.__name__}; valid keys: {', '.join(sorted(known))}"
@@ -362,8 +397,13 @@ class Setting:
         return cls(**values)
 
     def given(self) -> dict[str, Any]:
-        """The values the setting was built from (before derived defaults were filled)."""
+        """The values set away from their declared defaults (derived defaults excluded)."""
         return dict(self._given)  # type: ignore[attr-defined]
+
+    def replace(self, **changes: Any) -> "Setting":
+        """A new setting with ``changes`` applied to the given values (derived defaults are
+        derived again)."""
+        return type(self).parse({**self.given(), **changes})
 
     def with_profile(self, profile: str) -> "Setting":
         """The same user values under another profile (derived defaults resolved again)."""

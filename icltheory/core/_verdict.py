@@ -174,6 +174,8 @@ class CheckContext:
         for k in keys:
             if k not in self.predicted:
                 raise KeyError(f"check judges {k!r}, which is not a predicted constant")
+        if predicted is not _UNSET and key is not None:
+            raise TypeError("give predicted= or key=, not both")
         if predicted is _UNSET:
             if key is None:
                 raise TypeError("give predicted= or key=")
@@ -221,13 +223,13 @@ class CheckContext:
             m = np.asarray(measured, dtype=float)
         except (TypeError, ValueError):
             return self.add(Check(name, _plain(predicted), _plain(measured),
-                                  {"rtol": rtol, "atol": atol}, why, False,
+                                  {"rtol": rtol, "atol": atol}, why, None,
                                   "predicted and measured are not comparable numbers", keys,
                                   float(false_fail)))
         tol = {"rtol": rtol, "atol": atol}
-        if p.shape != m.shape:
+        if p.shape != m.shape:  # undecided: a claim meaning "wrong count" uses condition()
             return self.add(
-                Check(name, _plain(predicted), _plain(measured), tol, why, False,
+                Check(name, _plain(predicted), _plain(measured), tol, why, None,
                       f"shape mismatch: predicted {p.shape}, measured {m.shape}", keys,
                       float(false_fail))
             )
@@ -249,39 +251,71 @@ class CheckContext:
         self,
         name: str,
         *,
-        mean: float,
-        stderr: float,
-        n: int,
+        mean: float | None = None,
+        stderr: float | None = None,
+        n: int | None = None,
+        samples: Any = None,
         predicted: Any = _UNSET,
         key: str | None = None,
         judges: Iterable[str] = (),
         alpha: float = 1e-3,
         m_tests: int = 1,
+        skew: float | None = None,
         why: str = "",
     ) -> Check:
-        """Two-sided z-test of ``mean`` (standard error ``stderr`` from ``n`` samples).
+        """Two-sided test of a Monte Carlo mean against its prediction.
 
-        Its false-fail probability is ``alpha / m_tests`` (Bonferroni: the ``m_tests`` tests
-        of one family together have at most ``alpha``)."""
+        Give the i.i.d. ``samples`` (preferred: mean, standard error and skewness are computed
+        from them) or ``mean``, ``stderr`` and ``n`` (and optionally the samples' ``skew``).
+        The critical value is Student's t with n − 1 degrees of freedom, shifted by the
+        Cornish–Fisher term g(t² − 1)/6 for the skewness g = skew/√n of the mean, so the stated
+        false-fail probability ``alpha / m_tests`` holds for skewed samples too (to O(1/n)); a
+        mean too skewed for that correction (|g| > 0.5) or fewer than 30 samples is undecided.
+        Bonferroni: the ``m_tests`` tests of one family together have at most ``alpha``."""
         predicted, keys = self._resolve(predicted, key, judges)
+        if samples is not None:
+            x = np.asarray(samples, dtype=float).ravel()
+            n = int(x.size)
+            mean = float(x.mean()) if n else float("nan")
+            if n > 1:
+                sd = float(x.std(ddof=1))
+                stderr = sd / math.sqrt(n)
+                skew = float(np.mean((x - mean) ** 3) / sd**3) if sd > 0 else 0.0
+            else:
+                stderr = float("nan")
+        if mean is None or stderr is None or n is None:
+            raise TypeError("ztest needs samples= or mean=, stderr= and n=")
         a = alpha / m_tests
-        zcrit = z_critical(a)
-        tol = {"z_critical": zcrit, "alpha": alpha, "bonferroni_m": m_tests, "n": n,
-               "stderr": float(stderr)}
+        mean, predicted, stderr = float(mean), float(predicted), float(stderr)
         reason = why or (
-            f"Monte Carlo with n={n}: two-sided z-test at significance {alpha:g}"
+            f"Monte Carlo with n={n}: two-sided test at significance {alpha:g}"
             + (f" (Bonferroni over {m_tests} tests)" if m_tests > 1 else "")
         )
-        mean, predicted = float(mean), float(predicted)
+        if n < 30:
+            return self.add(Check(name, predicted, mean, {"alpha": alpha, "n": n}, reason, None,
+                                  f"only {n} samples: too few for a test at significance {a:.2g}",
+                                  keys, a))
+        from scipy.special import stdtrit
+
+        tcrit = float(stdtrit(n - 1, 1.0 - a / 2.0))
+        g = (skew or 0.0) / math.sqrt(n)
+        shift = g * (tcrit * tcrit - 1.0) / 6.0
+        hi, lo = tcrit + shift, -tcrit + shift
+        tol = {"critical": [lo, hi], "alpha": alpha, "bonferroni_m": m_tests, "n": n,
+               "stderr": stderr, "skewness_of_mean": g}
         if not (math.isfinite(mean) and math.isfinite(stderr) and math.isfinite(predicted)) \
                 or stderr <= 0:
             return self.add(Check(name, predicted, mean, tol, reason, None,
                                   "standard error is zero or non-finite", keys, a))
+        if abs(g) > 0.5:
+            return self.add(Check(name, predicted, mean, tol, reason, None,
+                                  f"the mean's skewness {g:.2g} is too large for a normal "
+                                  "approximation at this sample size", keys, a))
         z = (mean - predicted) / stderr
-        passed = abs(z) <= zcrit
+        passed = lo <= z <= hi
         return self.add(
             Check(name, predicted, mean, tol, reason, bool(passed),
-                  f"z = {z:+.3f} (critical ±{zcrit:.3f})", keys, a)
+                  f"t = {z:+.3f} (accept [{lo:.3f}, {hi:.3f}])", keys, a)
         )
 
     def bound(
@@ -305,6 +339,11 @@ class CheckContext:
         if not math.isfinite(K):
             return self.add(Check(name, K, certified_lower, tol, why, None, "non-finite bound",
                                   (key,), 0.0))
+        if not math.isfinite(certified_lower) or (
+                proved_upper is not None and not certified_lower <= proved_upper):
+            return self.add(Check(name, K, certified_lower, tol, why, None,
+                                  "inconsistent certificates (witness above the proved bound, or "
+                                  "non-finite)", (key,), 0.0))
         if K < certified_lower:
             passed, detail = False, (f"K = {K:.6g} < certified witness value {certified_lower:.6g}"
                                      + (f" ({witness})" if witness else ""))
