@@ -4,7 +4,8 @@ The **margin** of a check is how far the measurement is from the prediction in u
 check's tolerance, so that a margin ≤ 1 passes and > 1 fails:
 
 * ``close``  — max |m − p| / (atol + rtol·|p|) over the elements;
-* ``ztest``  — |z| / z_critical;
+* ``ztest``  — the statistic over the critical value on its side (the acceptance interval
+  [lo, hi] may be asymmetric for skewed samples);
 * ``bound``  — certified lower value / claimed bound K (above 1: a witness refutes K);
 * a boolean condition has no margin (``None``), unless it failed, where it is ``inf``.
 
@@ -53,11 +54,13 @@ def check_margin(check: dict[str, Any]) -> float | None:
                     with np.errstate(divide="ignore", invalid="ignore"):
                         units = np.where(err == 0, 0.0, err / bound)
                     m = float(np.max(units))
-        elif "z_critical" in tol:
+        elif "critical" in tol:
             p, x = _numbers(check.get("predicted")), _numbers(check.get("measured"))
             se = float(tol.get("stderr", 0.0) or 0.0)
+            lo, hi = (float(c) for c in tol["critical"])
             if p is not None and x is not None and p.size == 1 and x.size == 1 and se > 0:
-                m = abs(float(x) - float(p)) / se / float(tol["z_critical"])
+                z = (float(x) - float(p)) / se
+                m = z / hi if z >= 0 else z / lo
         elif "certified_lower" in tol:
             k = _numbers(check.get("predicted"))
             lo = tol.get("certified_lower")
