@@ -385,9 +385,11 @@ def test_margins():
     close = {"tolerance": {"rtol": 0.1, "atol": 0.0}, "predicted": [1.0, 2.0],
              "measured": [1.05, 2.4], "passed": False}
     assert check_margin(close) == pytest.approx(2.0)
-    z = {"tolerance": {"z_critical": 4.0, "stderr": 0.5}, "predicted": 1.0, "measured": 2.0,
-         "passed": True}
+    z = {"tolerance": {"critical": [-3.0, 4.0], "stderr": 0.5}, "predicted": 1.0,
+         "measured": 2.0, "passed": True}
     assert check_margin(z) == pytest.approx(0.5)
+    z["measured"] = 0.0
+    assert check_margin(z) == pytest.approx(2.0 / 3.0)
     bound = {"tolerance": {"certified_lower": 3.0, "proved_upper": 5.0}, "predicted": 6.0,
              "measured": 3.0, "passed": True}
     assert check_margin(bound) == pytest.approx(0.5)
