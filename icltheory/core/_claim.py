@@ -56,7 +56,7 @@ from ._verdict import Check, CheckContext, Verdict, apply_predictions
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
-           "FALSE_FAIL_MAX"]
+           "FALSE_FAIL_MAX", "over_budget", "non_default_keys"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 PROVENANCE = ("confirmed paper text", "inferred", "derived here", "summary's claim",
@@ -347,6 +347,12 @@ def _describe_exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
+def over_budget(claim: Claim, setting: Setting) -> str | None:
+    """Why a run of ``claim`` at ``setting`` would be refused before running (its estimated
+    memory or work is over the profile's budget in :data:`BUDGETS`), or ``None``."""
+    return _over_budget(claim, setting)
+
+
 def _over_budget(claim: Claim, setting: Setting) -> str | None:
     try:
         cost = claim.estimate(setting)
@@ -461,7 +467,19 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
         claim_info=claim.describe(),
         internal_error=internal,
         planted={k: predicted[k] for k in (predict or {})},
+        non_default=non_default_keys(setting),
     )
+
+
+def non_default_keys(setting: Setting) -> dict[str, Any]:
+    """The keys of ``setting`` whose value differs from the default setting's at the same
+    profile (``profile`` excluded); the keys the user gave when the defaults cannot be built."""
+    here = setting.as_dict()
+    try:
+        base = type(setting).parse({"profile": setting.profile}).as_dict()
+    except Exception:  # a setting type whose defaults alone do not validate
+        return {k: here[k] for k in setting.given() if k != "profile"}
+    return {k: v for k, v in here.items() if k != "profile" and base.get(k) != v}
 
 
 def run_check(

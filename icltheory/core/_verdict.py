@@ -361,6 +361,9 @@ class Verdict:
     internal_error: str | None = None
     #: the predicted constants that were replaced by the user's values (``--predict``)
     planted: dict[str, Any] = field(default_factory=dict)
+    #: the setting keys whose value differs from the default setting at the same profile
+    #: (``profile`` itself excluded): what a report states beside the verdict
+    non_default: dict[str, Any] = field(default_factory=dict)
 
     @property
     def false_fail(self) -> float:
@@ -407,6 +410,7 @@ class Verdict:
             "notes": self.notes,
             "false_fail_bound": self.false_fail,
             "judged": self.judged,
+            "non_default": self.non_default,
         }
         if self.planted:
             out["planted_predictions"] = self.planted
