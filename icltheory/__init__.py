@@ -16,7 +16,8 @@ NumPy's friends SciPy and SymPy nor matplotlib; the command line relies on this 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # (not imported from `typing`: `import icltheory` stays instant)
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,8 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from typing import Any
+
     from .core import BadInput as BadInput
     from .core import Check as Check
     from .core import CheckContext as CheckContext

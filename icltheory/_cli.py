@@ -20,7 +20,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no `typing` import at start-up: every millisecond before entry() counts
+    from typing import Sequence
 
 __all__ = ["main", "entry", "EXIT_OK", "EXIT_FAILS", "EXIT_BAD_INPUT", "EXIT_INCONCLUSIVE",
            "EXIT_INTERNAL", "EXIT_INTERRUPTED"]
@@ -110,6 +113,10 @@ def entry() -> None:
     except KeyboardInterrupt:  # pragma: no cover - raised between main's handlers
         _say("icltheory: interrupted")
         code = EXIT_INTERRUPTED
+    try:  # the work is done: a late Ctrl-C changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # pragma: no cover
+        pass
     try:
         sys.stdout.flush()
     except (BrokenPipeError, OSError, ValueError):  # pragma: no cover

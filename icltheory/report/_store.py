@@ -239,7 +239,7 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
             records[r.claim] = json.loads(r.files[side].decode("utf-8"))
         timing = _read_timing(out)
         for r in reports:
-            timing[r.claim] = {"runtime_s": round(float(r.runtime_s), 3), "profile": r.profile}
+            timing[r.claim] = {"runtime_s": round(float(r.runtime_s), 4), "profile": r.profile}
         files[TIMING_JSON] = (json.dumps({"runtime_s": dict(sorted(timing.items()))}, indent=2,
                                          ensure_ascii=False) + "\n").encode("utf-8")
         files[TIMING_MD] = render_timing(timing, records).encode("utf-8")
