@@ -60,6 +60,12 @@ class SquareMean(Claim):
         ctx.plot(Plot("x² samples", "i", "x²", [Series(list(range(20)), list(x2[:20]), "x²")]))
 
 
+class SquareMeanAgain(SquareMean):
+    """The same claim under a second id (a report run with two light claims)."""
+
+    id = "testonly.square.again"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlainSetting(Setting):
     k: int = Int(1, min=0, max=10, doc="a number")
@@ -97,4 +103,4 @@ class CrashInConstants(Claim):
         ctx.condition("never", True, predicted=True, measured=True, why="test")
 
 
-FAKE_CLAIMS = (SquareMean(), CrashInCheck(), CrashInConstants())
+FAKE_CLAIMS = (SquareMean(), SquareMeanAgain(), CrashInCheck(), CrashInConstants())
