@@ -168,7 +168,7 @@ def _print_verdict(v: Verdict) -> None:
 
 
 def _dry_run(claims: Sequence[Claim], settings: Sequence[Setting], as_json: bool) -> int:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c, s in zip(claims, settings):
         refusal = over_budget(c, s)
         cost = c.estimate(s) if refusal is None else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from .core import PROFILES, BadInput
 
@@ -62,7 +62,7 @@ def _all_options(parser: argparse.ArgumentParser) -> list[str]:
     return sorted(opts)
 
 
-def _ascii_int(lo: int, hi: int):
+def _ascii_int(lo: int, hi: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         if not re.fullmatch(r"[0-9]{1,6}", text.strip()):
             raise argparse.ArgumentTypeError(f"expected a whole number written in digits, "

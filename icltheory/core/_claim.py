@@ -63,6 +63,8 @@ PROVENANCE = ("confirmed paper text", "inferred", "derived here", "summary's cla
               "third-party summary of the paper", "reconstruction")
 #: the most a claim's checks may together fail on a true claim (union bound)
 FALSE_FAIL_MAX = 1e-3
+#: a progress callback: ``progress(fraction in [0, 1], what)``
+ProgressFn = Callable[[float, str], None]
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -111,7 +113,7 @@ def default_wrong(kind: str, v: Any) -> list:
     return [_scale(v, 2.0), _scale(v, 0.5)]
 
 
-def _scale(x, f):
+def _scale(x: Any, f: float) -> Any:
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
         return x
     return 1.0 if x == 0 else float(x) * f
@@ -135,7 +137,7 @@ class PlantedError:
     setting: Mapping[str, Any] = field(default_factory=dict)
     expect: str = "fails"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.side not in ("theory", "measurement"):
             raise ValueError(f"planted error side must be theory|measurement, got {self.side!r}")
         if ":" not in self.target:
@@ -194,9 +196,11 @@ class Run:
                              + (f" during {what}" if what else ""))
 
     def inconclusive(self, reason: str) -> None:
+        """Record why the measurement cannot decide (the verdict becomes ``inconclusive``)."""
         self.reasons.append(reason)
 
     def note(self, text: str) -> None:
+        """Record a remark for the report (no effect on the verdict)."""
         self.notes.append(text)
 
 
@@ -217,6 +221,7 @@ class Measurement:
         return key in self.values
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The measured value ``key``, or ``default``."""
         return self.values.get(key, default)
 
 
@@ -244,7 +249,7 @@ class Claim(abc.ABC):
     #: legacy: a sentence on the negative control (superseded by ``planted_errors``)
     negative_control: ClassVar[str] = ""
 
-    def __init_subclass__(cls, **kw):
+    def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if getattr(cls, "__abstractmethods__", None) or "id" not in cls.__dict__:
             return
@@ -266,10 +271,13 @@ class Claim(abc.ABC):
 
     @classmethod
     def is_legacy(cls) -> bool:
+        """Whether the claim predates the contract (a single ``check``, no ``predictions``)."""
         return not hasattr(cls, "predictions")
 
     # -- the operations -------------------------------------------------------------------
     def setting(self, raw: Mapping[str, Any] | None = None) -> Setting:
+        """This claim's setting from user values (strings or native; unknown keys and bad values are
+        :class:`~icltheory.core.SettingError`); missing keys take their defaults."""
         return self.setting_type.parse(raw or {})
 
     @abc.abstractmethod
@@ -285,10 +293,14 @@ class Claim(abc.ABC):
         return None
 
     def measure(self, setting: Setting, run: Run) -> dict[str, Any]:
+        """Train, integrate or sample: the measured numbers (reads the setting, never the
+        predictions; random numbers from ``run.rng``, progress through ``run.tick``)."""
         raise NotImplementedError(f"{self.id} implements neither measure nor check")
 
     def judge(self, setting: Setting, predicted: Mapping[str, Any], measured: Measurement,
               ctx: CheckContext) -> None:
+        """Compare ``measured`` with ``predicted`` through ``ctx``'s recorders (``close``,
+        ``ztest``, ``condition``, ``bound``), each naming the constants it judges."""
         raise NotImplementedError(f"{self.id} implements neither judge nor check")
 
     def check(self, setting: Setting, ctx: CheckContext) -> None:
@@ -297,6 +309,7 @@ class Claim(abc.ABC):
 
     @property
     def informational(self) -> frozenset[str]:
+        """The predicted constants reported for information only (judged by no check)."""
         preds = getattr(self, "predictions", {})
         return frozenset(k for k, p in preds.items() if p.informational)
 
@@ -371,7 +384,8 @@ def _over_budget(claim: Claim, setting: Setting) -> str | None:
     return None
 
 
-def measure_claim(claim: Claim, setting: Setting, *, progress=None) -> Measurement:
+def measure_claim(claim: Claim, setting: Setting, *,
+                  progress: ProgressFn | None = None) -> Measurement:
     """Run the claim's experiment (no predictions involved) behind the error boundary."""
     t0 = time.perf_counter()
     budget = _over_budget(claim, setting)
@@ -400,7 +414,7 @@ def _tb(exc: BaseException) -> str:
 
 
 def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
-                predict: Mapping[str, Any] | None = None, progress=None,
+                predict: Mapping[str, Any] | None = None, progress: ProgressFn | None = None,
                 constants: dict[str, Any] | None = None) -> Verdict:
     """Judge a measurement against the claim's (or the user's) predictions."""
     t0 = time.perf_counter()
@@ -488,7 +502,7 @@ def run_check(
     *,
     profile: str | None = None,
     predict: Mapping[str, Any] | None = None,
-    progress=None,
+    progress: ProgressFn | None = None,
 ) -> Verdict:
     """Measure and judge: the one path every caller uses.  ``profile`` re-resolves the
     setting's profile-dependent defaults (it is the setting's ``profile`` key)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 from importlib import metadata
+from typing import Any, Iterable
 
 from ._claim import Claim
 from ._errors import BadInput
@@ -29,7 +30,7 @@ _EXTRA: dict[str, Claim] = {}
 _ERRORS: list[str] = []
 
 
-def _claims_of(obj) -> list:
+def _claims_of(obj: Any) -> list[Any]:
     if isinstance(obj, Claim):
         return [obj]
     if isinstance(obj, (list, tuple)):
@@ -104,5 +105,6 @@ def get_claim(claim_id: str) -> Claim:
     return claims[claim_id]
 
 
-def resolve_claims(ids) -> list[Claim]:
+def resolve_claims(ids: Iterable[str]) -> list[Claim]:
+    """The claims with these ids, in order (each unknown id is :class:`BadInput`)."""
     return [get_claim(i) for i in ids]

@@ -152,7 +152,7 @@ def _safe_rel(rel: str) -> bool:
 
 
 def _recover_locked(out: Path) -> list[str]:
-    done = []
+    done: list[str] = []
     if not out.is_dir():
         return done
     for staging in sorted(out.glob(STAGING_PREFIX + "*")):
