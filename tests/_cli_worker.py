@@ -57,7 +57,7 @@ def main() -> None:
                 code = cli(job["argv"])
             except BaseException as exc:  # noqa: BLE001 - report everything to the parent
                 code, escaped = None, f"{type(exc).__name__}: {exc}"[:500]
-        reply = {"code": code, "out": out.getvalue()[-20000:], "err": err.getvalue()[-5000:],
+        reply = {"code": code, "out": out.getvalue(), "err": err.getvalue()[-5000:],
                  "seconds": time.perf_counter() - t0, "escaped": escaped}
         rep.write(json.dumps(reply) + "\n")
         rep.flush()
