@@ -50,13 +50,29 @@ def _wants_debug(argv: Sequence[str]) -> bool:
     return "--debug" in argv or os.environ.get("ICLTHEORY_DEBUG", "") not in ("", "0")
 
 
+#: set by the console script's SIGINT handler: a library that turns the KeyboardInterrupt into
+#: another exception (NumPy's import does: an ImportError) still ends as an interrupt
+_interrupted = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line (``argv`` without the program name) and return its exit status.
 
-    Never raises (except ``SystemExit`` from nowhere): bad input is exit 2 with one line, an
-    unexpected exception exit 4 with one line, an interrupt exit 130 with one line."""
+    Never raises: bad input is exit 2 with one line, an unexpected exception exit 4 with one
+    line (``--debug``: the traceback), an interrupt exit 130 with one line."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = _wants_debug(args_list)
+    try:
+        code = _main(args_list, debug)
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    if _interrupted or code == EXIT_INTERRUPTED:
+        _say("icltheory: interrupted")
+        return EXIT_INTERRUPTED
+    return code
+
+
+def _main(args_list: list[str], debug: bool) -> int:
     try:
         from .core import BadInput
 
@@ -65,10 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_command(args_list)
         except BadInput as exc:
+            if _interrupted:
+                return EXIT_INTERRUPTED
             _say(f"icltheory: error: {_one_line(exc)}")
             return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        _say("icltheory: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `icltheory derive X | head`: the reader left, not an error
         try:
@@ -79,9 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse's --help / --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     except MemoryError:
+        if _interrupted:
+            return EXIT_INTERRUPTED
         _say("icltheory: internal error: out of memory")
         return EXIT_INTERNAL
     except Exception as exc:  # the error boundary: never a traceback unless asked
+        if _interrupted:
+            return EXIT_INTERRUPTED
         if debug:
             import traceback
 
@@ -98,25 +119,27 @@ def _on_second_interrupt(signum: int, frame: object) -> None:
 
 
 def _on_first_interrupt(signum: int, frame: object) -> None:
+    global _interrupted
+    _interrupted = True
     signal.signal(signal.SIGINT, _on_second_interrupt)
     raise KeyboardInterrupt
 
 
 def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
-    try:
-        signal.signal(signal.SIGINT, _on_first_interrupt)
-    except (ValueError, OSError):  # pragma: no cover - not the main thread
-        pass
-    try:
+    try:  # (inside the try: a signal may arrive while the handler is being installed)
+        try:
+            signal.signal(signal.SIGINT, _on_first_interrupt)
+        except (ValueError, OSError):  # pragma: no cover - not the main thread
+            pass
         code = main()
-    except KeyboardInterrupt:  # pragma: no cover - raised between main's handlers
+    except KeyboardInterrupt:  # raised before main's handlers were in place
         _say("icltheory: interrupted")
         code = EXIT_INTERRUPTED
     try:  # the work is done: a late Ctrl-C changes nothing
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except (ValueError, OSError):  # pragma: no cover
-        pass
+    except (ValueError, OSError, KeyboardInterrupt):  # pragma: no cover
+        code = EXIT_INTERRUPTED
     try:
         sys.stdout.flush()
     except (BrokenPipeError, OSError, ValueError):  # pragma: no cover

@@ -47,7 +47,15 @@ def progress_bar(label: str, quiet: bool) -> tuple[Progress | None, Callable[[],
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
         return None, lambda: None
+    import threading
+
     bar: Any = None
+    stop = threading.Event()
+
+    def tick() -> None:  # keep the elapsed time moving while a claim reports nothing
+        while not stop.wait(0.5):
+            if bar is not None:
+                bar.refresh()
 
     def update(fraction: float, what: str = "") -> None:
         nonlocal bar
@@ -55,10 +63,12 @@ def progress_bar(label: str, quiet: bool) -> tuple[Progress | None, Callable[[],
             bar = tqdm(total=1000, desc=label, leave=False, file=sys.stderr, dynamic_ncols=True,
                        bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} "
                                   "{postfix}")
+            threading.Thread(target=tick, daemon=True).start()
         bar.n = int(1000 * min(max(fraction, 0.0), 1.0))
         bar.set_postfix_str(what[:40], refresh=True)
 
     def close() -> None:
+        stop.set()
         if bar is not None:
             bar.close()
 
@@ -117,7 +127,7 @@ def _internal_errors(items: Sequence[tuple[str, str | None, list[str]]], debug: 
     more = f" (and {len(bad) - 1} more claim(s))" if len(bad) > 1 else ""
     text = " ".join(str(err).split())
     if text.startswith("internal error"):
-        text = text.split(":", 1)[1].strip() if ":" in text else text
+        text = text[len("internal error"):].lstrip(" :")
     _say(f"icltheory: internal error: {cid}: {text[:300]}{more}"
          + ("" if debug else " (rerun with --debug for the traceback)"))
     return EXIT_INTERNAL
@@ -212,6 +222,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     verdicts = []
     for c, s, m in zip(claims, settings, mine):
         update, close = progress_bar(c.id, args.quiet)
+        if update is not None:
+            update(0.0, "")
         try:
             verdicts.append(run_check(c, s, predict=m, progress=update))
         finally:

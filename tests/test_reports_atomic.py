@@ -223,7 +223,7 @@ def _interrupt(argv: list[str], delay: float) -> tuple[int, str]:
     return p.returncode, err
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.005, 0.05, 0.3, 1.0])
+@pytest.mark.parametrize("delay", [0.0, 0.001, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 1.0])
 def test_ctrl_c_is_one_line_and_exit_130(delay):
     rc, err = _interrupt(["check", REAL, "--profile", "quick"], delay)
     assert "Traceback" not in err
