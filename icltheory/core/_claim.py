@@ -276,8 +276,8 @@ class Claim(abc.ABC):
 
     # -- the operations -------------------------------------------------------------------
     def setting(self, raw: Mapping[str, Any] | None = None) -> Setting:
-        """This claim's setting from user values (strings or native; unknown keys and bad values are
-        :class:`~icltheory.core.SettingError`); missing keys take their defaults."""
+        """This claim's setting from user values (strings or native); missing keys take their
+        defaults, unknown keys and bad values are :class:`~icltheory.core.SettingError`."""
         return self.setting_type.parse(raw or {})
 
     @abc.abstractmethod
