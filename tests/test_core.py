@@ -153,8 +153,8 @@ def test_rng_streams_are_deterministic():
 # ------------------------------------------------------------------ the contract's runner
 
 
-from icltheory.core import (Claim, Cost, Measurement, PlantedError, Prediction,  # noqa: E402
-                            judge_claim, run_check)
+from icltheory.core import (Claim, Cost, PlantedError, Prediction,  # noqa: E402
+                            run_check)
 from icltheory.core._claim import Run, default_wrong  # noqa: E402
 
 

@@ -56,13 +56,15 @@ from ._verdict import Check, CheckContext, Verdict, apply_predictions
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
-           "FALSE_FAIL_MAX"]
+           "FALSE_FAIL_MAX", "over_budget", "non_default_keys"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 PROVENANCE = ("confirmed paper text", "inferred", "derived here", "summary's claim",
               "third-party summary of the paper", "reconstruction")
 #: the most a claim's checks may together fail on a true claim (union bound)
 FALSE_FAIL_MAX = 1e-3
+#: a progress callback: ``progress(fraction in [0, 1], what)``
+ProgressFn = Callable[[float, str], None]
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -85,7 +87,7 @@ class Prediction:
     kind: str = "value"
     wrong: Any = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"Prediction kind {self.kind!r} is not one of {', '.join(KINDS)}")
 
@@ -144,7 +146,7 @@ def default_wrong(kind: str, v: Any) -> list:
     return [_scale(v, 2.0), _scale(v, 0.5)]
 
 
-def _scale(x, f):
+def _scale(x: Any, f: float) -> Any:
     return 1.0 if x == 0 else float(x) * f
 
 
@@ -166,7 +168,7 @@ class PlantedError:
     setting: Mapping[str, Any] = field(default_factory=dict)
     expect: str = "fails"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.side not in ("theory", "measurement"):
             raise ValueError(f"planted error side must be theory|measurement, got {self.side!r}")
         if ":" not in self.target:
@@ -238,6 +240,7 @@ class Run:
         self.reasons.append(reason)
 
     def note(self, text: str) -> None:
+        """Record a remark for the report (no effect on the verdict)."""
         self.notes.append(text)
 
 
@@ -258,6 +261,7 @@ class Measurement:
         return key in self.values
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The measured value ``key``, or ``default``."""
         return self.values.get(key, default)
 
 
@@ -285,7 +289,7 @@ class Claim(abc.ABC):
     #: legacy: a sentence on the negative control (superseded by ``planted_errors``)
     negative_control: ClassVar[str] = ""
 
-    def __init_subclass__(cls, **kw):
+    def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if getattr(cls, "__abstractmethods__", None) or "id" not in cls.__dict__:
             return
@@ -317,10 +321,13 @@ class Claim(abc.ABC):
 
     @classmethod
     def is_legacy(cls) -> bool:
+        """Whether the claim predates the contract (a single ``check``, no ``predictions``)."""
         return not hasattr(cls, "predictions")
 
     # -- the operations -------------------------------------------------------------------
     def setting(self, raw: Mapping[str, Any] | None = None) -> Setting:
+        """This claim's setting from user values (strings or native); missing keys take their
+        defaults, unknown keys and bad values are :class:`~icltheory.core.SettingError`."""
         return self.setting_type.parse(raw or {})
 
     @abc.abstractmethod
@@ -336,10 +343,14 @@ class Claim(abc.ABC):
         return None
 
     def measure(self, setting: Setting, run: Run) -> dict[str, Any]:
+        """Train, integrate or sample: the measured numbers (reads the setting, never the
+        predictions; random numbers from ``run.rng``, progress through ``run.tick``)."""
         raise NotImplementedError(f"{self.id} implements neither measure nor check")
 
     def judge(self, setting: Setting, predicted: Mapping[str, Any], measured: Measurement,
               ctx: CheckContext) -> None:
+        """Compare ``measured`` with ``predicted`` through ``ctx``'s recorders (``close``,
+        ``ztest``, ``condition``, ``bound``), each naming the constants it judges."""
         raise NotImplementedError(f"{self.id} implements neither judge nor check")
 
     def check(self, setting: Setting, ctx: CheckContext) -> None:
@@ -348,6 +359,7 @@ class Claim(abc.ABC):
 
     @property
     def informational(self) -> frozenset[str]:
+        """The predicted constants reported for information only (judged by no check)."""
         preds = getattr(self, "predictions", {})
         return frozenset(k for k, p in preds.items() if p.informational)
 
@@ -409,10 +421,10 @@ class _Boundary:
         self.notes: list[str] = []
         self.internal: str | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> "_Boundary":
         return self
 
-    def __exit__(self, typ, exc, tb):
+    def __exit__(self, typ: Any, exc: BaseException | None, tb: Any) -> bool:
         if exc is None or isinstance(exc, (BadInput, KeyboardInterrupt, SystemExit)):
             return False
         if not isinstance(exc, Exception):
@@ -426,6 +438,12 @@ class _Boundary:
             self.reasons.append(self.internal)
             self.notes.append("traceback: " + _tb(exc))
         return True
+
+
+def over_budget(claim: Claim, setting: Setting) -> str | None:
+    """Why a run of ``claim`` at ``setting`` would be refused before running (its estimated
+    memory or work is over the profile's budget in :data:`BUDGETS`), or ``None``."""
+    return _over_budget(claim, setting)
 
 
 def _over_budget(claim: Claim, setting: Setting) -> str | None:
@@ -448,7 +466,8 @@ def _over_budget(claim: Claim, setting: Setting) -> str | None:
     return None
 
 
-def measure_claim(claim: Claim, setting: Setting, *, progress=None) -> Measurement:
+def measure_claim(claim: Claim, setting: Setting, *,
+                  progress: ProgressFn | None = None) -> Measurement:
     """Run the claim's experiment (no predictions involved) behind the error boundary."""
     t0 = time.perf_counter()
     b = _Boundary("the experiment")
@@ -494,7 +513,7 @@ def _theory_constants(claim: Claim, setting: Setting) -> tuple[dict | None, _Bou
 
 
 def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
-                predict: Mapping[str, Any] | None = None, progress=None,
+                predict: Mapping[str, Any] | None = None, progress: ProgressFn | None = None,
                 constants: dict[str, Any] | None = None) -> Verdict:
     """Judge a measurement against the claim's (or the user's) predictions.
 
@@ -569,7 +588,19 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
         claim_info=claim.describe(),
         internal_error=internal,
         planted={k: predicted[k] for k in (predict or {}) if k in predicted},
+        non_default=non_default_keys(setting),
     )
+
+
+def non_default_keys(setting: Setting) -> dict[str, Any]:
+    """The keys of ``setting`` whose value differs from the default setting's at the same
+    profile (``profile`` excluded); the keys the user gave when the defaults cannot be built."""
+    here = setting.as_dict()
+    try:
+        base = type(setting).parse({"profile": setting.profile}).as_dict()
+    except Exception:  # a setting type whose defaults alone do not validate
+        return {k: here[k] for k in setting.given() if k != "profile"}
+    return {k: v for k, v in here.items() if k != "profile" and base.get(k) != v}
 
 
 def run_check(
@@ -578,7 +609,7 @@ def run_check(
     *,
     profile: str | None = None,
     predict: Mapping[str, Any] | None = None,
-    progress=None,
+    progress: ProgressFn | None = None,
 ) -> Verdict:
     """Measure and judge: the one path every caller uses.  ``profile`` re-resolves the
     setting's profile-dependent defaults (it is the setting's ``profile`` key)."""

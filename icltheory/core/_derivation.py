@@ -36,6 +36,7 @@ class Step:
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
+        """The step as data: both sides (SymPy ``srepr`` and LaTeX), why, status and tier."""
         import sympy as sp
 
         return {
@@ -75,7 +76,7 @@ def _entries(e: Any) -> list:
     return [sp.sympify(e)]
 
 
-def _exact_zero(d: sp.Expr) -> bool:
+def _exact_zero(d: Any) -> bool:
     import sympy as sp
 
     try:
@@ -84,7 +85,7 @@ def _exact_zero(d: sp.Expr) -> bool:
         return False
 
 
-def _random_point(symbols, rnd: random.Random) -> dict:
+def _random_point(symbols: Any, rnd: random.Random) -> dict[Any, Any]:
     import sympy as sp
 
     pt = {}
@@ -151,7 +152,7 @@ def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> t
     return _arb_tier(undecided)
 
 
-def _arb_tier(diffs) -> tuple[str, str | None, str]:
+def _arb_tier(diffs: Any) -> tuple[str, str | None, str]:
     try:
         import flint
     except ImportError:  # pragma: no cover
@@ -192,9 +193,11 @@ class Derivation:
         return expr
 
     def say(self, paragraph: str) -> None:
+        """Add a paragraph of explanation between steps."""
         self.text.append(paragraph)
 
     def step(self, name: str, lhs: Any, rhs: Any, why: str) -> Step:
+        """Record the step ``lhs = rhs`` (with its justification) and verify it at once."""
         status, tier, detail = verify_identity(lhs, rhs, seed=len(self.steps))
         st = Step(name, lhs, rhs, why, status, tier, detail)
         self.steps.append(st)
@@ -209,15 +212,18 @@ class Derivation:
 
     @property
     def ok(self) -> bool:
+        """Whether every step is verified."""
         return all(s.status == "verified" for s in self.steps)
 
     def summary(self) -> dict[str, int]:
+        """How many steps are verified, refuted and undecided."""
         out = {"verified": 0, "refuted": 0, "undecided": 0}
         for s in self.steps:
             out[s.status] += 1
         return out
 
     def as_dict(self) -> dict[str, Any]:
+        """The derivation as data: title, terms, steps and the summary."""
         return {
             "title": self.title,
             "terms": {k: {"latex": _latex(v), "note": self.term_notes.get(k, "")}
@@ -228,6 +234,7 @@ class Derivation:
         }
 
     def to_markdown(self, level: int = 2) -> str:
+        """The derivation as Markdown with math, each step with its verification tier."""
         h = "#" * level
         out = [f"{h} Derivation: {self.title}", ""]
         for p in self.text:

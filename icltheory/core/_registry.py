@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 from importlib import metadata
+from typing import Any, Iterable
 
 from ._claim import Claim
 from ._errors import BadInput
@@ -29,7 +30,7 @@ _EXTRA: dict[str, Claim] = {}
 _ERRORS: list[str] = []
 
 
-def _claims_of(obj) -> list:
+def _claims_of(obj: Any) -> list[Any]:
     if isinstance(obj, Claim):
         return [obj]
     if isinstance(obj, (list, tuple)):
@@ -44,7 +45,7 @@ def _claims_of(obj) -> list:
 def _load() -> dict[str, Claim]:
     found: dict[str, Claim] = {}
     _ERRORS.clear()
-    def builtin(ep) -> bool:
+    def builtin(ep: metadata.EntryPoint) -> bool:
         return getattr(getattr(ep, "dist", None), "name", None) == "icltheory"
 
     # built-in papers first: a plug-in cannot replace a built-in claim id
@@ -114,5 +115,6 @@ def get_claim(claim_id: str) -> Claim:
     return claims[claim_id]
 
 
-def resolve_claims(ids) -> list[Claim]:
+def resolve_claims(ids: Iterable[str]) -> list[Claim]:
+    """The claims with these ids, in order (each unknown id is :class:`BadInput`)."""
     return [get_claim(i) for i in ids]

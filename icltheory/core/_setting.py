@@ -106,6 +106,7 @@ class _Spec:
                 raise SettingError(key, f"needs at least {self.min_len} value(s)")
             return tuple(self._check_range(key, _to_float(key, v)) for v in items)
         if self.kind == "choice":
+            assert self.choices is not None
             if not isinstance(value, str):
                 raise SettingError(key, f"expected one of {', '.join(self.choices)}, got {value!r}")
             text = value.strip()
@@ -212,11 +213,11 @@ def _to_list(key: str, value: Any, max_len: int) -> list:
     return items
 
 
-def _field(default: Any, spec: _Spec):
+def _field(default: Any, spec: _Spec) -> Any:
     return field(default=default, metadata={"spec": spec})
 
 
-def _by_profile(by_profile) -> tuple | None:
+def _by_profile(by_profile: Sequence[Any] | None) -> tuple[Any, ...] | None:
     if by_profile is None:
         return None
     t = tuple(by_profile)
@@ -225,7 +226,7 @@ def _by_profile(by_profile) -> tuple | None:
     return t
 
 
-def _declared(default, spec: _Spec):
+def _declared(default: Any, spec: _Spec) -> Any:
     """Check a field declaration: a profile default needs ``default=None`` and must itself be
     a valid value (a declaration error is the author's, not the user's)."""
     if spec.by_profile is not None:
@@ -245,7 +246,7 @@ def _declared(default, spec: _Spec):
 
 
 def Int(default: int | None, *, doc: str, min: int | None = None, max: int | None = None,
-        by_profile: Sequence[int] | None = None, sample: tuple | None = None):
+        by_profile: Sequence[int] | None = None, sample: tuple[Any, ...] | None = None) -> Any:
     """An integer field; ``None`` default means "derived" (by ``by_profile`` or ``_resolve``)."""
     return _declared(default, _Spec("int", doc, min=min, max=max, optional=default is None,
                                     by_profile=_by_profile(by_profile), sample=sample))
@@ -260,7 +261,7 @@ def Float(
     positive: bool = False,
     by_profile: Sequence[float] | None = None,
     sample: tuple | None = None,
-):
+) -> Any:
     """A finite float; ``positive=True`` requires > 0."""
     spec = _Spec(
         "float",
@@ -285,7 +286,7 @@ def Floats(
     max_len: int = DEFAULT_MAX_LEN,
     length: str | None = None,
     sample: tuple | None = None,
-):
+) -> Any:
     """A list of finite floats (comma-separated on the command line).
 
     ``length="D"``: the list must have as many entries as the int key ``D`` (checked for every
@@ -298,7 +299,8 @@ def Floats(
     return _field(d, spec)
 
 
-def Choice(default: str, choices: Sequence[str], *, doc: str, sample: bool | tuple = False):
+def Choice(default: str, choices: Sequence[str], *, doc: str,
+           sample: bool | tuple[str, ...] = False) -> Any:
     """One of ``choices``; ``sample=True`` lets random settings draw any of them (or a tuple:
     the ones to draw)."""
     return _field(default, _Spec("choice", doc, choices=tuple(choices),
@@ -306,7 +308,7 @@ def Choice(default: str, choices: Sequence[str], *, doc: str, sample: bool | tup
                                          (tuple(sample) if sample else None))))
 
 
-def Text(default: str | None, *, doc: str, sample: tuple | None = None):
+def Text(default: str | None, *, doc: str, sample: tuple[str, ...] | None = None) -> Any:
     """A free-text field (e.g. an expression); parsed and validated by the claim."""
     return _field(default, _Spec("text", doc, optional=default is None, sample=sample))
 
@@ -378,6 +380,7 @@ class Setting:
     # construction ------------------------------------------------------------------------
     @classmethod
     def keys(cls) -> list[str]:
+        """Every key of this setting type (the dataclass fields, ``seed`` and ``profile`` included)."""
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod
@@ -423,6 +426,7 @@ class Setting:
 
     @classmethod
     def field_specs(cls) -> dict[str, _Spec]:
+        """Each key's specification (kind, bounds, default per profile, sample range, meaning)."""
         return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls)}
 
     @classmethod

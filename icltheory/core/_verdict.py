@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -64,6 +64,7 @@ class Check:
     false_fail: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready data."""
         return {
             "name": self.name,
             "predicted": self.predicted,
@@ -104,7 +105,7 @@ class Plot:
     logy: bool = False
     caption: str = ""
 
-    def to_figure(self):
+    def to_figure(self) -> Any:
         """This plot as a matplotlib ``Figure`` (for notebooks)."""
         from ..report._figures import to_figure
 
@@ -119,7 +120,8 @@ class CheckContext:
     predicted value is then read from ``predicted``) or ``judges=`` (the constants a composite
     prediction was computed from)."""
 
-    def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int, progress=None):
+    def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int,
+                 progress: Callable[[float, str], None] | None = None):
         self.predicted = predicted
         self.profile = profile
         self.seed = seed
@@ -137,7 +139,7 @@ class CheckContext:
         """A generator determined by the seed and a stream id (same seed → same numbers)."""
         return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
 
-    def by_profile(self, quick, standard, thorough):
+    def by_profile(self, quick: Any, standard: Any, thorough: Any) -> Any:
         """Legacy: pick a size by the profile.  New settings declare ``by_profile=`` fields,
         so that the recorded setting says what ran."""
         return {"quick": quick, "standard": standard, "thorough": thorough}[self.profile]
@@ -149,18 +151,23 @@ class CheckContext:
 
     # -- recorders ---------------------------------------------------------------------------
     def measure(self, key: str, value: Any) -> None:
+        """Record a measured value for the report."""
         self.measured[key] = value
 
     def note(self, text: str) -> None:
+        """Record a remark for the report (no effect on the verdict)."""
         self.notes.append(text)
 
     def plot(self, plot: Plot) -> None:
+        """Attach a figure (drawn by the report layer)."""
         self.plots.append(plot)
 
     def inconclusive(self, reason: str) -> None:
+        """Record why the claim cannot be decided (the verdict becomes ``inconclusive``)."""
         self.inconclusive_reasons.append(reason)
 
     def add(self, check: Check) -> Check:
+        """Record a ready-made :class:`Check` (the recorders below build them)."""
         self.checks.append(check)
         return check
 
@@ -169,7 +176,8 @@ class CheckContext:
         """The predicted constants judged by the checks recorded so far."""
         return {k for c in self.checks for k in c.judges}
 
-    def _resolve(self, predicted, key, judges) -> tuple[Any, tuple[str, ...]]:
+    def _resolve(self, predicted: Any, key: str | None,
+                 judges: Iterable[str]) -> tuple[Any, tuple[str, ...]]:
         keys = tuple([key] if key is not None else []) + tuple(judges)
         for k in keys:
             if k not in self.predicted:
@@ -182,7 +190,7 @@ class CheckContext:
             predicted = self.predicted[key]
         return predicted, keys
 
-    def verify_derivation(self, derivation) -> Check:
+    def verify_derivation(self, derivation: Any) -> Check:
         """Attach ``derivation`` to the report and record a check that every step is verified."""
         self.derivation = derivation
         return self.condition("derivation verified", derivation.ok, predicted="all steps verified",
@@ -400,6 +408,9 @@ class Verdict:
     internal_error: str | None = None
     #: the predicted constants that were replaced by the user's values (``--predict``)
     planted: dict[str, Any] = field(default_factory=dict)
+    #: the setting keys whose value differs from the default setting at the same profile
+    #: (``profile`` itself excluded): what a report states beside the verdict
+    non_default: dict[str, Any] = field(default_factory=dict)
 
     @property
     def false_fail(self) -> float:
@@ -408,10 +419,13 @@ class Verdict:
 
     @property
     def judged(self) -> list[str]:
+        """The predicted constants judged by at least one check."""
         return sorted({k for c in self.checks for k in c.judges})
 
     @staticmethod
     def decide(checks: Sequence[Check], inconclusive_reasons: Sequence[str]) -> tuple[str, list[str]]:
+        """The verdict and its reasons: ``fails`` if a check failed, else ``inconclusive`` if a
+        check was undecided, a reason was given or no check ran, else ``holds``."""
         reasons = list(inconclusive_reasons)
         if any(c.passed is False for c in checks):
             failed = [c.name for c in checks if c.passed is False]
@@ -426,6 +440,7 @@ class Verdict:
         return "holds", []
 
     def failed_checks(self) -> list[Check]:
+        """The checks that failed."""
         return [c for c in self.checks if c.passed is False]
 
     def as_dict(self) -> dict[str, Any]:
@@ -446,6 +461,7 @@ class Verdict:
             "notes": self.notes,
             "false_fail_bound": self.false_fail,
             "judged": self.judged,
+            "non_default": self.non_default,
         }
         if self.planted:
             out["planted_predictions"] = self.planted

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Sequence
+from typing import cast, Any, Sequence
 
 import numpy as np
 
@@ -126,7 +126,7 @@ def _positions(values: Sequence[Any]) -> tuple[list[float], bool, bool]:
     spanning ≥ 20×), else 0, 1, 2, …"""
     nums = [_scalar(v) for v in values]
     if all(n is not None for n in nums):
-        pos = [float(n) for n in nums]
+        pos = [float(n) for n in nums if n is not None]
         logx = min(pos) > 0 and max(pos) / min(pos) >= 20
         return pos, True, logx
     return [float(i) for i in range(len(values))], False, False
@@ -195,7 +195,7 @@ def phase_png(rows: Sequence[Row], keys: Sequence[str], *, title: str,
     import matplotlib
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(cast(Any, _RC)):
         if len(keys) == 1:
             fig = Figure(figsize=(6.4, 5.6), dpi=100)
             _line(fig, rows, keys[0], title, constant)

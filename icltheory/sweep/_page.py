@@ -90,7 +90,7 @@ def _markdown(result, groups: list[dict[str, Any]], constant: str | None) -> str
     keys = plan.keys
     lines = [f"# Sweep: `{c.id}` over {' × '.join(keys)}", "", f"**{c.title}**", "",
              f"Source: {c.source}", ""]
-    lines += [f"- grid: " + "; ".join(f"`{k}` = {', '.join(_fmt(v) for v in vals)}"
+    lines += ["- grid: " + "; ".join(f"`{k}` = {', '.join(_fmt(v) for v in vals)}"
                                       for k, vals in plan.grid.items()),
               f"- seeds: {_seeds_text(plan)}",
               "- fixed: " + (", ".join(f"`{k}={_fmt(v)}`" for k, v in plan.base.items())
@@ -105,8 +105,8 @@ def _markdown(result, groups: list[dict[str, Any]], constant: str | None) -> str
         lines.append(f"Top: predicted and measured values of the {what} along `{keys[0]}`; "
                      "bottom: the worst margin of each run, coloured by verdict.")
     else:
-        lines.append(f"Colour: the worst margin of each grid cell over its seeds (log scale); "
-                     f"mark: ✓ every run holds, ✗ some run fails, ? otherwise.")
+        lines.append("Colour: the worst margin of each grid cell over its seeds (log scale); "
+                     "mark: ✓ every run holds, ✗ some run fails, ? otherwise.")
     lines += ["", "The **margin** of a check is its error in units of its tolerance (≤ 1 passes; "
               "a z-test's |z| over its critical value; a failed condition ∞); a run's worst "
               "margin is the largest over its checks.", "",

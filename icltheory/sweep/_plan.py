@@ -288,23 +288,24 @@ def plan_sweep(claim: str | Claim, grid: Mapping[str, Sequence[Any]], *,
         typed[k] = out
     cells: list[Cell] = []
     keys = list(typed)
-    seen: dict[str, dict] = {}
+    seen_cells: dict[str, dict] = {}
     for combo in itertools.product(*(typed[k] for k in keys)):
-        values = dict(zip(keys, combo))
-        for seed in seed_list or [None]:
+        cell_values = dict(zip(keys, combo))
+        seeds_here: list[int | None] = list(seed_list) if seed_list else [None]
+        for seed in seeds_here:
             raw = dict(base)
-            raw.update(values)
+            raw.update(cell_values)
             raw["profile"] = profile
             if seed is not None:
                 raw["seed"] = seed
             try:
                 setting = c.setting(raw)
             except SettingError as exc:
-                where = ", ".join(f"{k}={_num(v)}" for k, v in values.items())
+                where = ", ".join(f"{k}={_num(v)}" for k, v in cell_values.items())
                 raise BadInput(f"grid cell {where}: {exc}") from None
             key = cell_key(c.id, setting.as_dict())
-            if key in seen:
-                raise BadInput(f"grid cells {seen[key]} and {values} are the same setting")
-            seen[key] = values
-            cells.append(Cell(len(cells), values, setting.seed, setting, key))
+            if key in seen_cells:
+                raise BadInput(f"grid cells {seen_cells[key]} and {cell_values} are the same setting")
+            seen_cells[key] = cell_values
+            cells.append(Cell(len(cells), cell_values, setting.seed, setting, key))
     return Plan(c, typed, seed_list, base, profile, cells)

@@ -63,9 +63,9 @@ def check_margin(check: dict[str, Any]) -> float | None:
                 m = z / hi if z >= 0 else z / lo
         elif "certified_lower" in tol:
             k = _numbers(check.get("predicted"))
-            lo = tol.get("certified_lower")
-            if k is not None and k.size == 1 and float(k) > 0 and isinstance(lo, (int, float)):
-                m = float(lo) / float(k)
+            low = tol.get("certified_lower")
+            if k is not None and k.size == 1 and float(k) > 0 and isinstance(low, (int, float)):
+                m = float(low) / float(k)
     if m is not None and not math.isfinite(m):
         m = math.inf
     if m is None and passed is False:
@@ -76,7 +76,8 @@ def check_margin(check: dict[str, Any]) -> float | None:
 def check_ids(checks: Sequence[dict[str, Any]]) -> list[str]:
     """Stable ids of a run's checks (see the module docstring)."""
     base = ["+".join(c.get("judges") or []) or str(c.get("name", "")) for c in checks]
-    ids, seen = [], {}
+    ids: list[str] = []
+    seen: dict[str, int] = {}
     for b in base:
         k = seen.get(b, 0)
         seen[b] = k + 1

@@ -153,7 +153,7 @@ class Store:
 
 def _read_all(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         b = os.read(fd, 1 << 20)
         if not b:
