@@ -309,6 +309,12 @@ class Derivation:
             "summary": self.summary(),
         }
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: :meth:`to_markdown` rendered with formulas as MathML."""
+        from ..report._html import fragment
+
+        return f'<div class="icltheory-derivation">\n{fragment(self.to_markdown())}</div>\n'
+
     def to_markdown(self, level: int = 2) -> str:
         """The derivation as Markdown with math: the named terms, then each step as derived
         (both sides as recorded), the verified identity where unevaluated forms were carried
