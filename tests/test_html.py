@@ -88,6 +88,7 @@ def test_markdown_to_html_pieces():
     assert tex_to_mathml(r"\frac{a}{b}").startswith('<math alttext="\\frac{a}{b}"')
     assert 'display="inline"' in tex_to_mathml("x^2", display=False)
     assert "tex-unconverted" in tex_to_mathml(r"\frac{1}{")  # shown as source, not dropped
+    assert "<mo>arg</mo><msub><mo>min</mo>" in tex_to_mathml(r"\arg\min_S L")
     body = fragment("Inline $x^2$ and a price of 5$ or $5.\n\n```math\n\\sqrt{D}\n```\n\n"
                     "| a | b |\n|---|---|\n| 1 | 2 |\n\n```json\n{\"k\": 1}\n```\n")
     assert body.count("<math") == 2 and "<table>" in body and "price of 5$ or $5." in body
@@ -174,3 +175,74 @@ def test_browser_checks_can_fail(tmp_path, browser):
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><title>blank</title>", encoding="utf-8")
     assert not _not_blank(browser.visit(blank.resolve().as_uri()).screenshot)[0]
+
+
+# ------------------------------------------------------------------ complete or absent
+
+
+def _verdict(value: float):
+    from icltheory.core import CheckContext, Plot, Series, Verdict
+
+    ctx = CheckContext(predicted={"c": 1.0}, profile="quick", seed=0)
+    ctx.close("c", key="c", measured=value, atol=1.0, why="t")
+    plot = Plot("p", "x", "y", series=[Series([0, 1], [0, value])])
+    return Verdict(claim="testonly.page", verdict="holds", setting={"v": value},
+                   predicted={"c": 1.0}, measured={"c": value}, checks=ctx.checks,
+                   evidence={}, seed=0, runtime_s=0.0, versions={}, plots=[plot],
+                   claim_info={"title": "page", "statement": r"\frac{a}{b}"})
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL at the chosen file operation (and every later one)."""
+
+
+def test_html_sets_are_complete_or_absent_when_a_commit_is_killed(tmp_path, monkeypatch):
+    """An HTML run followed by a Markdown-only run (whose commit removes the now stale page),
+    killed at every file operation: after recovery the folder holds the old set with its page
+    or the new set without one, and nothing that no sidecar lists."""
+    import os
+
+    from icltheory.report import _store, commit, recover, render_claim
+
+    old, new = [render_claim(_verdict(0.5), html=True)], [render_claim(_verdict(0.75))]
+    real = {"write": _store._write_file, "replace": os.replace, "unlink": Path.unlink}
+    state: dict = {"left": None, "count": 0}
+
+    def step(name):
+        def op(*a, **k):
+            state["count"] += 1
+            if state["left"] is not None:
+                if state["left"] <= 0:
+                    raise _Killed(name)
+                state["left"] -= 1
+            return real[name](*a, **k)
+        return op
+
+    def run(out: Path, left: int | None) -> bool:
+        commit(old, out, html=True)
+        monkeypatch.setattr(_store, "_write_file", step("write"))
+        monkeypatch.setattr(os, "replace", step("replace"))
+        monkeypatch.setattr(Path, "unlink", step("unlink"))
+        state.update(left=left, count=0)
+        try:
+            commit(new, out)
+            return True
+        except _Killed:
+            return False
+        finally:
+            monkeypatch.undo()
+
+    assert run(tmp_path / "probe", None)
+    total = state["count"]
+    assert total >= 8
+    for k in range(total + 1):
+        out = tmp_path / f"k{k}"
+        finished = run(out, k)
+        recover(out)
+        assert verify(out) == [], k
+        page = out / "testonly.page.html"
+        side = json.loads((out / "testonly.page.json").read_text())
+        assert page.exists() == (side["setting"]["v"] == 0.5), k  # no stale page
+        assert (out / "index.html").exists()  # the folder's index page stays
+        if finished:
+            assert not page.exists()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import functools
 import html
+import re
 from typing import Any, Mapping
 
 __all__ = ["page", "fragment", "tex_to_mathml", "INDEX_HTML"]
@@ -58,6 +59,9 @@ _MARKS = {"✅": '<span class="mark ok">✓</span>', "❌": '<span class="mark b
           "❔": '<span class="mark undecided">?</span>'}
 
 
+_ARG = re.compile(r"\\arg(?![A-Za-z])")
+
+
 @functools.lru_cache(maxsize=4096)
 def tex_to_mathml(tex: str, display: bool = True) -> str:
     """MathML for the LaTeX ``tex`` (``display``: a block, else inline).  LaTeX that
@@ -66,7 +70,9 @@ def tex_to_mathml(tex: str, display: bool = True) -> str:
 
     tex = tex.strip()
     try:
-        mathml = convert(tex, display="block" if display else "inline")
+        # the one standard operator name latex2mathml does not know
+        mathml = convert(_ARG.sub(r"\\operatorname{arg}", tex),
+                         display="block" if display else "inline")
     except Exception:  # latex2mathml raises many kinds of errors on LaTeX it does not know
         tag = "pre" if display else "code"
         return f'<{tag} class="tex-unconverted" title="LaTeX">{html.escape(tex)}</{tag}>'
