@@ -300,10 +300,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     try:
         results = report_claims(list(zip(claims, settings)), args.out, workers=workers,
                                 progress=update, on_done=on_done,
-                                known=[(c.id, c.title) for c in all_claims()])
+                                known=[(c.id, c.title) for c in all_claims()], html=args.html)
     finally:
         close()
-    print(f"wrote {len(results)} report(s) under {args.out}/ (index: {args.out}/index.md)")
+    index = f"{args.out}/index.md" + (f", {args.out}/index.html" if args.html else "")
+    print(f"wrote {len(results)} report(s) under {args.out}/ (index: {index})")
     for r in results:
         print(f"  {r.verdict:<13} {r.claim}")
     sys.stdout.flush()

@@ -140,11 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
     _setting_args(q)
     q.add_argument("--format", choices=("md", "json"), default="md")
 
-    q = command("report", "check claims and write reports (Markdown, figures, JSON, index)")
+    q = command("report", "check claims and write reports (Markdown, figures, JSON, index; "
+                          "--html: offline HTML pages)")
     q.add_argument("claims", nargs="*", metavar="CLAIM")
     q.add_argument("--all", action="store_true", help="every registered claim (the default)")
     q.add_argument("--out", default="reports", metavar="DIR",
                    help="the report folder (default: reports)")
+    q.add_argument("--html", action="store_true",
+                   help="also write a self-contained HTML page per claim and index.html "
+                        "(formulas as MathML, figures embedded: reads offline, no scripts)")
     _setting_args(q)
     q.add_argument("-j", "--jobs", type=_ascii_int(1, 1024), default=None, metavar="N",
                    help="run N claims at a time in worker processes (default: the machine's "

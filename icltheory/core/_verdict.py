@@ -484,9 +484,18 @@ class Verdict:
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
+        """Jupyter's Markdown view: the badge, the reasons and the checks table."""
         from ..report._markdown import verdict_markdown
 
         return verdict_markdown(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's HTML view: the Markdown view rendered with formulas as MathML (the same
+        renderer as ``icltheory report --html``)."""
+        from ..report._html import fragment
+        from ..report._markdown import verdict_markdown
+
+        return f'<div class="icltheory-verdict">\n{fragment(verdict_markdown(self))}</div>\n'
 
 
 def parse_prediction(key: str, text: str) -> Any:

@@ -25,6 +25,8 @@ Progress = Callable[[float, str], None]
 
 #: the jobs of the current parallel batch (read by forked workers by index)
 _JOBS: list[tuple[Claim, Setting]] = []
+#: whether the current parallel batch renders HTML pages (read by forked workers)
+_HTML = False
 
 
 def _describe(exc: BaseException) -> str:
@@ -40,9 +42,10 @@ def _crashed(claim: Claim, setting: Setting, exc: BaseException, tb: str) -> Cla
                        notes=["traceback: " + tb[-4000:]])
 
 
-def _one(claim: Claim, setting: Setting, progress: Progress | None) -> ClaimReport:
+def _one(claim: Claim, setting: Setting, progress: Progress | None,
+         html: bool = False) -> ClaimReport:
     try:
-        return render_claim(run_check(claim, setting, progress=progress))
+        return render_claim(run_check(claim, setting, progress=progress), html=html)
     except BadInput:
         raise
     except Exception as exc:  # the error boundary around a claim (checks already have one)
@@ -56,13 +59,14 @@ def _worker_init() -> None:
 def _work(i: int) -> tuple[str, Any]:
     claim, setting = _JOBS[i]
     try:
-        return "ok", _one(claim, setting, None)
+        return "ok", _one(claim, setting, None, _HTML)
     except BadInput as exc:
         return "bad_input", str(exc)
 
 
 def _run_serial(jobs: Sequence[tuple[Claim, Setting]], progress: Progress | None,
-                on_done: Callable[[ClaimReport], None] | None) -> list[ClaimReport]:
+                on_done: Callable[[ClaimReport], None] | None,
+                html: bool = False) -> list[ClaimReport]:
     out = []
     n = len(jobs)
     for i, (claim, setting) in enumerate(jobs):
@@ -71,7 +75,7 @@ def _run_serial(jobs: Sequence[tuple[Claim, Setting]], progress: Progress | None
             def sub(f: float, what: str = "", i: int = i, cid: str = claim.id) -> None:
                 progress((i + min(max(f, 0.0), 1.0)) / n, cid)
             sub(0.0)
-        r = _one(claim, setting, sub)
+        r = _one(claim, setting, sub, html)
         out.append(r)
         if on_done is not None:
             on_done(r)
@@ -93,12 +97,14 @@ def _stop(pool: Any) -> None:
 
 def _run_parallel(jobs: Sequence[tuple[Claim, Setting]], workers: int,
                   progress: Progress | None,
-                  on_done: Callable[[ClaimReport], None] | None) -> list[ClaimReport]:
+                  on_done: Callable[[ClaimReport], None] | None,
+                  html: bool = False) -> list[ClaimReport]:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    global _JOBS
+    global _JOBS, _HTML
     _JOBS = list(jobs)
+    _HTML = html
     results: list[ClaimReport | None] = [None] * len(jobs)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
                                mp_context=multiprocessing.get_context("fork"))
@@ -124,6 +130,7 @@ def _run_parallel(jobs: Sequence[tuple[Claim, Setting]], workers: int,
         raise
     finally:
         _JOBS = []
+        _HTML = False
     pool.shutdown(wait=True)
     return [r for r in results if r is not None]
 
@@ -131,23 +138,25 @@ def _run_parallel(jobs: Sequence[tuple[Claim, Setting]], workers: int,
 def report_claims(jobs: Sequence[tuple[Claim, Setting]], out_dir: str | os.PathLike[str], *,
                   workers: int = 1, progress: Progress | None = None,
                   on_done: Callable[[ClaimReport], None] | None = None,
-                  known: Iterable[tuple[str, str]] | None = None) -> list[ClaimReport]:
+                  known: Iterable[tuple[str, str]] | None = None,
+                  html: bool = False) -> list[ClaimReport]:
     """Check each (claim, setting) and write the reports into ``out_dir`` (complete or absent,
     see :mod:`icltheory.report._store`).
 
     ``workers``: how many claims run at a time (1: in this process); ``progress(fraction,
     what)`` follows the whole batch; ``on_done(report)`` is called as each claim finishes;
-    ``known``: the registered claims (id, title) for the index.  A claim whose check raises
+    ``known``: the registered claims (id, title) for the index; ``html``: write each claim's
+    self-contained HTML page and ``index.html`` too.  A claim whose check raises
     outside the runner's boundary gets no files (``verdict == "error"``, ``internal_error``
     set); bad input raises :class:`BadInput` before anything is written."""
     if workers < 1:
         raise BadInput(f"workers must be ≥ 1, got {workers}")
     workers = min(workers, len(jobs))
     if workers > 1 and _can_fork():
-        results = _run_parallel(jobs, workers, progress, on_done)
+        results = _run_parallel(jobs, workers, progress, on_done, html)
     else:
-        results = _run_serial(jobs, progress, on_done)
-    commit([r for r in results if r.files], Path(out_dir), known=known)
+        results = _run_serial(jobs, progress, on_done, html)
+    commit([r for r in results if r.files], Path(out_dir), known=known, html=html)
     return results
 
 

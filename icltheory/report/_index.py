@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ._markdown import BADGE, _cell, fmt
-from ._render import markdown_name
+from ._render import html_name, markdown_name
 
-__all__ = ["render_index", "render_timing"]
+__all__ = ["render_index", "render_index_html", "render_timing"]
 
 
 def _setting_text(record: Mapping[str, Any]) -> str:
@@ -52,6 +52,17 @@ def render_index(records: Mapping[str, Mapping[str, Any]],
         lines.append(f"| [`{_cell(cid)}`]({markdown_name(cid)}) | {_cell(title)} | {verdict} | "
                      f"{_cell(_setting_text(rec))} | {_cell(rec.get('profile', ''))} |")
     return "\n".join(lines) + "\n"
+
+
+def render_index_html(records: Mapping[str, Mapping[str, Any]],
+                      known: Iterable[tuple[str, str]] | None = None) -> str:
+    """``index.html``: the index as a page, each claim linked to its HTML page where its
+    report set has one (else to its Markdown)."""
+    from ._html import page
+
+    links = {markdown_name(cid): html_name(cid) for cid, rec in records.items()
+             if html_name(cid) in ((rec.get("report") or {}).get("files") or {})}
+    return page(render_index(records, known), title="icltheory reports", links=links, home=None)
 
 
 def render_timing(timing: Mapping[str, Mapping[str, Any]],

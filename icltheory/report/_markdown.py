@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import Verdict
+import numpy as np
+
+from ..core import Check, Verdict
 from ._json import dumps, jsonable
 
-__all__ = ["render_markdown", "verdict_markdown", "fmt", "BADGE"]
+__all__ = ["render_markdown", "verdict_markdown", "fmt", "summarize", "check_cells", "BADGE"]
+
+#: a list with more entries than this is summarised in reports (all values stay in the JSON)
+SHORT = 8
 
 #: the verdict as shown in reports
 BADGE = {"holds": "✅ holds", "fails": "❌ fails", "inconclusive": "❔ inconclusive"}
@@ -26,6 +31,85 @@ def fmt(v: Any, digits: int = 6) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={fmt(x, digits)}" for k, x in v.items())
     return str(v)
+
+
+def _numbers(v: Any) -> np.ndarray | None:
+    """``v`` as a float array when it is a (nested) list of numbers, else ``None``."""
+    v = jsonable(v)
+    if not isinstance(v, list):
+        return None
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return a if a.dtype == float and a.ndim >= 1 else None
+
+
+def _where(a: np.ndarray, k: int) -> str:
+    if a.ndim == 1:
+        return f"index {k}"
+    return "entry (" + ", ".join(str(int(i)) for i in np.unravel_index(k, a.shape)) + ")"
+
+
+def _shape(a: np.ndarray) -> str:
+    return f"{a.size} values" if a.ndim == 1 else "×".join(map(str, a.shape)) + " array"
+
+
+def _range(a: np.ndarray, digits: int) -> str:
+    finite = a[np.isfinite(a)]
+    if finite.size == 0:
+        return "no finite value"
+    text = f"in [{fmt(float(finite.min()), digits)}, {fmt(float(finite.max()), digits)}]"
+    if finite.size < a.size:
+        text += f", {a.size - finite.size} not finite"
+    return text
+
+
+def summarize(v: Any, digits: int = 6) -> str:
+    """A value as short text for a report: like :func:`fmt`, but a list of more than
+    ``SHORT`` numbers becomes its size, range, first and last values (the JSON sidecar keeps
+    every value)."""
+    a = _numbers(v)
+    if a is None or a.size <= SHORT:
+        return fmt(v, digits)
+    flat = a.ravel()
+    ends = f"first {fmt(float(flat[0]), digits)}, last {fmt(float(flat[-1]), digits)}"
+    return f"{_shape(a)} {_range(a, digits)}; {ends}"
+
+
+def _worst(c: Check, p: np.ndarray, m: np.ndarray) -> int | None:
+    """The flat index where ``m`` is farthest from ``p`` relative to a ``close`` tolerance."""
+    tol = c.tolerance
+    if not (isinstance(tol, dict) and {"rtol", "atol"} <= set(tol)) or p.shape != m.shape:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        err = np.abs(m - p)
+        bound = float(tol["atol"]) + float(tol["rtol"]) * np.abs(p)
+        ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0),
+                         np.where(err > 0, np.inf, 0.0))
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)  # a non-finite value is the worst point
+    return int(np.argmax(ratio)) if ratio.size else None
+
+
+def check_cells(c: Check, digits: int = 6) -> tuple[str, str]:
+    """The predicted and measured cells of a check's row.  A vector check shows its size and
+    range and the values at the point of largest error relative to the tolerance (the check's
+    detail says how many values are within tolerance); the JSON sidecar keeps every value."""
+    p, m = _numbers(c.predicted), _numbers(c.measured)
+    if p is None or m is None or max(p.size, m.size) <= SHORT:
+        return summarize(c.predicted, digits), summarize(c.measured, digits)
+    k = _worst(c, p, m)
+    if k is None:
+        return summarize(c.predicted, digits), summarize(c.measured, digits)
+    where = _where(p, k)
+    fine = max(digits, 10)  # enough digits to show the difference at that point
+    return (f"{_shape(p)} {_range(p, digits)}; at {where}: {fmt(float(p.ravel()[k]), fine)}",
+            f"{_shape(m)} {_range(m, digits)}; at {where}: {fmt(float(m.ravel()[k]), fine)}")
+
+
+def _is_vector(c: Check) -> bool:
+    return any(a is not None and a.size > SHORT for a in (_numbers(c.predicted),
+                                                          _numbers(c.measured)))
 
 
 def _cell(text: Any) -> str:
@@ -57,7 +141,7 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
         out.append(f"| `{k}` | {_cell(fmt(v))}{mark} |")
     out += ["", "## Predicted constants", "", "| key | value |", "|---|---|"]
     for k, v in verdict.predicted.items():
-        out.append(f"| `{k}` | {_cell(fmt(v, 8))} |")
+        out.append(f"| `{k}` | {_cell(summarize(v, 8))} |")
     out += ["", "## Checks", "",
             "| check | predicted | measured | tolerance | why this tolerance | result |",
             "|---|---|---|---|---|---|"]
@@ -65,14 +149,19 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
         res = {True: "✅ pass", False: "❌ FAIL", None: "❔ undecided"}[c.passed]
         if c.detail:
             res += f" ({c.detail})"
+        pred, meas = check_cells(c)
         out.append(
-            f"| {_cell(c.name)} | {_cell(fmt(c.predicted))} | {_cell(fmt(c.measured))} | "
+            f"| {_cell(c.name)} | {_cell(pred)} | {_cell(meas)} | "
             f"{_cell(fmt(c.tolerance, 3))} | {_cell(c.why)} | {_cell(res)} |"
         )
+    if any(_is_vector(c) for c in verdict.checks):
+        out += ["", f"A check of more than {SHORT} values shows their range and the values at the "
+                "point farthest from the prediction relative to the tolerance; every value is "
+                f"in the JSON sidecar `{verdict.claim}.json` (`checks`)."]
     if verdict.measured:
         out += ["", "## Measured", "", "| key | value |", "|---|---|"]
         for k, v in verdict.measured.items():
-            out.append(f"| `{k}` | {_cell(fmt(v))} |")
+            out.append(f"| `{k}` | {_cell(summarize(v))} |")
     if verdict.evidence:
         out += ["", "## Evidence", "", "```json", dumps(verdict.evidence)[:6000], "```"]
     if figure_names:
@@ -96,6 +185,7 @@ def verdict_markdown(v: Verdict) -> str:
            "| check | predicted | measured | result |", "|---|---|---|---|"]
     for c in v.checks:
         res = {True: "✅", False: "❌", None: "❔"}[c.passed]
-        out.append(f"| {_cell(c.name)} | {_cell(fmt(c.predicted))} | {_cell(fmt(c.measured))} | "
+        pred, meas = check_cells(c)
+        out.append(f"| {_cell(c.name)} | {_cell(pred)} | {_cell(meas)} | "
                    f"{res} {_cell(c.detail)} |")
     return "\n".join(out)

@@ -16,7 +16,8 @@ from ._figures import render_png
 from ._json import dumps
 from ._markdown import render_markdown
 
-__all__ = ["ClaimReport", "render_claim", "sidecar_name", "markdown_name", "figure_name"]
+__all__ = ["ClaimReport", "render_claim", "sidecar_name", "markdown_name", "figure_name",
+           "html_name"]
 
 
 def markdown_name(claim_id: str) -> str:
@@ -27,6 +28,11 @@ def markdown_name(claim_id: str) -> str:
 def sidecar_name(claim_id: str) -> str:
     """The JSON sidecar's path inside the report folder."""
     return f"{claim_id}.json"
+
+
+def html_name(claim_id: str) -> str:
+    """The HTML page's path inside the report folder (``report --html``)."""
+    return f"{claim_id}.html"
 
 
 def figure_name(claim_id: str, k: int) -> str:
@@ -56,8 +62,9 @@ def sha256(blob: bytes) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def render_claim(verdict: Verdict) -> ClaimReport:
-    """Render ``verdict`` into its report set (deterministic: same verdict → same bytes)."""
+def render_claim(verdict: Verdict, *, html: bool = False) -> ClaimReport:
+    """Render ``verdict`` into its report set (deterministic: same verdict → same bytes);
+    ``html``: add the self-contained HTML page (its figures embedded)."""
     v = verdict
     names = [figure_name(v.claim, k + 1) for k in range(len(v.plots))]
     files: dict[str, bytes] = {}
@@ -65,6 +72,12 @@ def render_claim(verdict: Verdict) -> ClaimReport:
         files[name] = render_png(plot)
     md = render_markdown(v, [n.split("/", 1)[1] for n in names])
     files[markdown_name(v.claim)] = md.encode("utf-8")
+    if html:
+        from ._html import page
+
+        title = f"{v.claim} — {v.claim_info.get('title', '')}".rstrip(" —")
+        files[html_name(v.claim)] = page(md, title=title,
+                                         images={n: files[n] for n in names}).encode("utf-8")
     data = v.as_dict()
     data.pop("runtime_s", None)  # runtimes live in the timing file only
     info = v.claim_info

@@ -27,18 +27,19 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from ..core import BadInput
-from ._render import ClaimReport, markdown_name, sha256, sidecar_name
+from ._render import ClaimReport, html_name, markdown_name, sha256, sidecar_name
 
 __all__ = ["commit", "recover", "verify", "check_out_dir", "read_records", "TIMING_JSON",
-           "INDEX"]
+           "INDEX", "INDEX_HTML"]
 
 STAGING_PREFIX = ".staging-"
 JOURNAL = "JOURNAL.json"
 INDEX = "index.md"
+INDEX_HTML = "index.html"
 TIMING_JSON = "timing.json"
 TIMING_MD = "timing.md"
 #: files of the report folder that are not claim reports
-RESERVED = {INDEX, TIMING_JSON, TIMING_MD}
+RESERVED = {INDEX, INDEX_HTML, TIMING_JSON, TIMING_MD}
 
 
 # ----------------------------------------------------------------------------- validation
@@ -217,12 +218,14 @@ def _old_figures(out: Path, claim_id: str) -> list[str]:
 
 
 def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
-           known: Iterable[tuple[str, str]] | None = None) -> list[Path]:
+           known: Iterable[tuple[str, str]] | None = None, html: bool = False) -> list[Path]:
     """Put ``reports`` into ``out_dir`` together with the refreshed index and timing file
     (see the module docstring for the protocol).  ``known``: the registered claims (id,
-    title), listed in the index as "not run" when the folder has no report of them.
-    Returns the paths written."""
-    from ._index import render_index, render_timing
+    title), listed in the index as "not run" when the folder has no report of them;
+    ``html``: write ``index.html`` too (it is also refreshed whenever the folder has one).
+    A claim's HTML page from an earlier run is removed when its new set has none, so no page
+    is ever stale.  Returns the paths written."""
+    from ._index import render_index, render_index_html, render_timing
 
     out = Path(out_dir)
     with _locked(out):
@@ -233,6 +236,8 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
         for r in reports:
             new = set(r.files)
             delete += [f for f in _old_figures(out, r.claim) if f not in new]
+            if html_name(r.claim) not in new and (out / html_name(r.claim)).is_file():
+                delete.append(html_name(r.claim))
             side = sidecar_name(r.claim)
             for rel in sorted(r.files, key=lambda f: (f == side, f == markdown_name(r.claim), f)):
                 files[rel] = r.files[rel]
@@ -244,6 +249,8 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
                                          ensure_ascii=False) + "\n").encode("utf-8")
         files[TIMING_MD] = render_timing(timing, records).encode("utf-8")
         files[INDEX] = render_index(records, known).encode("utf-8")
+        if html or (out / INDEX_HTML).is_file():
+            files[INDEX_HTML] = render_index_html(records, known).encode("utf-8")
         staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:
@@ -297,7 +304,7 @@ def verify(out_dir: str | os.PathLike[str]) -> list[str]:
                 problems.append(f"{cid}: {rel} is missing")
             elif sha256(p.read_bytes()) != digest:
                 problems.append(f"{cid}: {rel} does not match its sidecar")
-    for p in sorted(out.glob("*.md")):
+    for p in sorted([*out.glob("*.md"), *out.glob("*.html")]):
         if p.name not in RESERVED and p.name not in listed:
             problems.append(f"{p.name}: no sidecar lists it")
     if (out / "figures").is_dir():
