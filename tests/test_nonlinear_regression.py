@@ -151,7 +151,11 @@ def test_theory_is_verified_and_its_constants_are_the_derived_ones():
         assert d.ok, d.summary()
     assert (th.eta_exponent, th.time_slope_L, th.time_slope_eta) == (2.0, -2.0, -1.0)
     assert th.summary_slope_L == -1.0 and th.late_exponent == -0.5
-    assert th.lemma_decade_ratio == 1.0 and th.flow_decade_ratio == 100.0
+    # the lemma's exponential law: equal times for equal ratios of the gap 1 − α
+    K = 8
+    assert th.lemma_time(1 - 0.01, K) - th.lemma_time(1 - 0.1, K) == pytest.approx(np.log(10))
+    assert th.interval_ratio([th.lemma_time(1 - x, K) for x in (0.1, 0.01, 0.001)]) == \
+        pytest.approx(1.0, rel=1e-12)
     assert th.equivalent_step(50.0, 2.0, 1.0) == 200.0
     assert th.asymptotic_time(0.01, 8, 1.0) == pytest.approx(49 / (16 * 1e-4), rel=1e-14)
     assert th.loss_t_limit(8, 1.0) == 1.75 and th.initial_rate(8, 1.0) == 1 / 64
@@ -373,18 +377,47 @@ def test_oscillation_holds_and_wrong_bounds_fail():
         "then decays slowly: (t_half − t_peak)/t_peak > slow_decay_min"]
 
 
-def test_final_attention_holds_and_odd_settings():
+def test_final_attention_per_prompt_binomial():
     v = _run("nonlinear.final-attention")
     assert v.verdict == "holds", v.summary()
-    assert v.measured["final_mean_attention"] >= 0.95 and v.measured["loss_ratio"] < 0.01
-    # N = 1: the mean attention is capped near 1/K, so the claim fails with that as evidence
-    n1 = _run("nonlinear.final-attention", {"N": 1, "steps": 200})
-    assert n1.verdict == "fails" and "attention_ceiling" in n1.evidence
-    # a huge step overflows: numerical trouble, never an empty holds (issue 10); beyond the
-    # key's bound it is bad input
+    assert v.measured["converged"] and v.measured["held_out_prompts"] == 2000
+    lo, hi = v.measured["clopper_pearson_interval"]
+    assert 0.95 < lo <= v.measured["fraction_attending_at_least_1_minus_delta"] <= hi
+    check = next(c for c in v.checks if "binomial" in c.name)
+    assert check.false_fail == 1e-4 and v.false_fail <= 1e-3
+    # a stricter δ is refuted by the same held-out prompts
+    assert _run("nonlinear.final-attention", predict={"delta": "0.005"}).verdict == "fails"
+    # N = 16: 11% of the prompts have no token of the query's feature (α = 0 whatever the
+    # weights), so the statement is false, with that as evidence
+    n16 = _run("nonlinear.final-attention", {"N": 16})
+    assert n16.verdict == "fails" and "attention_ceiling" in n16.evidence
+    # a run stopped before it converged decides nothing
+    short = _run("nonlinear.final-attention", {"steps": 300})
+    assert short.verdict == "inconclusive" and any("converged" in r for r in short.reasons)
+    # a huge step overflows or leaves the small-step regime: never an empty holds (issue 10);
+    # beyond the key's bound it is bad input
     big = _run("nonlinear.final-attention", {"eta": 1e300})
     assert big.verdict == "inconclusive", big.summary()
     assert _cli.main(["check", "nonlinear.final-attention", "--set", "eta=1e308"]) == 2
+
+
+def test_summary_lemma_and_single_phase_fail_with_evidence():
+    """The blog's exponential-rise lemma and 'linear ICL is single-phase' are refuted by the
+    population model: the gap 1 − α decays as t^(−1/2), not exponentially."""
+    v = _run("nonlinear.summary-exponential-rise")
+    assert v.verdict == "fails" and "decided_by" in v.evidence
+    # the measured interval ratio is the flow's (≈ 8), not the lemma's (≈ 0.9)
+    assert v.measured["interval_ratio"] == pytest.approx(v.predicted["flow_interval_ratio"],
+                                                         rel=0.05)
+    assert v.predicted["interval_ratio"] < 1
+    w = _run("nonlinear.summary-single-phase")
+    assert w.verdict == "fails" and "decided_by" in w.evidence
+    assert w.measured["phase_time_ratio"] == pytest.approx(w.predicted["flow_phase_time_ratio"],
+                                                           rel=0.05)
+    # the same computations accept the flow's numbers: it is the rate law that is wrong
+    r = v.predicted["flow_interval_ratio"]
+    assert _run("nonlinear.summary-exponential-rise",
+                predict={"interval_ratio": str(r)}).verdict == "holds"
 
 
 def test_summary_threshold_and_regimes_never_hold():
@@ -416,7 +449,7 @@ def test_odd_settings_are_inconclusive_with_a_reason(cid, setting, why):
     ("nonlinear.l-scaling", {"K": 16, "task": "sin"}),
     ("nonlinear.two-phase", {"K": 16, "task": "relu"}),
     ("nonlinear.oscillation", {"K": 16, "task": "linear"}),
-    ("nonlinear.final-attention", {}),
+    ("nonlinear.final-attention", {"K": 6}),
 ])
 def test_claims_hold_on_other_settings_at_standard(cid, setting):
     v = _run(cid, setting, profile="standard")

@@ -16,8 +16,9 @@ terms with ``lambdify`` — this module is the only source of predicted numbers.
    :math:`\theta` is :math:`\frac{(K-1)^2}{K\eta c}[F(\theta)-F(1/K)]`, the late phase is
    :math:`1-p\approx(K-1)/\sqrt{2K\eta ct}` and :math:`\ell t\to(K-1)/(4\eta)`.
 3. **The blog summary's statements**: :math:`T_{\rm fast}\propto1/(\eta L)`,
-   :math:`L^\star=\sqrt{d/n}`, and the lemma :math:`\dot\alpha=r(1-\alpha)` (exponential
-   approach to 1: equal time per decade of :math:`1-\alpha`).
+   :math:`L^\star=\sqrt{d/n}`, and the lemma :math:`\dot\alpha=r(1-\alpha)` (one exponential
+   phase: equal times for equal ratios of :math:`1-\alpha`), lowered as the time
+   :math:`G(\theta)-G(1/K)` from an antiderivative :math:`G` of :math:`1/\dot\alpha`.
 
 Stated constants of the claims (thresholds and bands from the reference's claim list, §8) are
 not derived; they live here too (:data:`STATED`) so that every predicted number has one source.
@@ -49,7 +50,8 @@ STATED = {
     "slowdown_min": 50.0,
     "attn_min": 0.95,             # C-FINAL-ATTENTION (mean over prompts)
     "loss_ratio_max": 3e-3,
-    "lemma_decade_band": 3.0,     # "rate ∼ ηΔ": a constant rate up to a factor 3
+    "lemma_band": 3.0,            # "∼": the lemma's time ratios up to a factor 3
+    "final_delta": 0.05,          # α ≥ 1 − δ with probability ≥ 1 − δ (blog; δ as in §8's 0.95)
 }
 
 L, Lp, eta, etap, tau = sp.symbols("L L' eta eta' tau", positive=True)
@@ -106,8 +108,6 @@ class NonlinearTheory:
     summary_slope_L: float     # the summary's d log T_fast / d log L
     late_exponent: float       # d log(1 − p) / d log t as t → ∞
     late_loss_exponent: float  # d log ℓ / d log t as t → ∞
-    lemma_decade_ratio: float  # the lemma's ratio of successive decade times of 1 − α
-    flow_decade_ratio: float   # the same ratio for the isotropic flow as δ → 0
     _fns: dict
 
     # -- rescaling ------------------------------------------------------------------------
@@ -164,7 +164,18 @@ class NonlinearTheory:
         """d log(1 − p)/d log t of the flow at 1 − p = δ, to first order in δ."""
         return float(self._fns["late_local"](delta_))
 
+    def interval_ratio(self, times) -> float:
+        """(T₃ − T₂)/(T₂ − T₁) for the times T₁ < T₂ < T₃ of three levels."""
+        t1, t2, t3 = (float(x) for x in times)
+        return (t3 - t2) / (t2 - t1)
+
     # -- the summary ----------------------------------------------------------------------
+    def lemma_time(self, theta, K_) -> float:
+        """The lemma's time (r = 1) from α = 1/K to α = θ."""
+        G = self._fns["lemma_G"]
+        with np.errstate(all="ignore"):
+            return float(np.real(G(complex(theta)) - G(complex(1.0 / K_))))
+
     def summary_L_star(self, d_, n_) -> float:
         """The summary's regime threshold √(d/n)."""
         return float(self._fns["L_star"](d_, n_))
@@ -290,23 +301,16 @@ def _derive_summary(rescaling_T: sp.Expr) -> tuple[Derivation, dict, dict]:
     s = sp.simplify(L * sp.diff(sp.log(Tf), L))
     d.define("summary slope", s, "d log T_fast / d log L")
     Ls = d.define("L*", sp.sqrt(d_sym / n_sym), "the summary's regime threshold √(d/n)")
-    alpha = sp.Function("alpha")
-    sol = sp.dsolve(sp.Eq(alpha(t).diff(t), lemma_rate_equation(alpha(t), r)), alpha(t),
-                    ics={alpha(0): 0})
-    gap = sp.simplify(1 - sol.rhs)
-    d.step("the lemma's solution", gap, sp.exp(-r * t), "1 − α(t) with α(0) = 0")
-    t_of = sp.solve(sp.Eq(gap, delta), t)[0]
-    dec = sp.simplify((t_of.subs(delta, delta / 100) - t_of.subs(delta, delta / 10))
-                      / (t_of.subs(delta, delta / 10) - t_of))
-    d.step("lemma: equal time per decade of 1 − α", dec, 1, "exponential approach")
-    Ta = (K - 1) ** 2 / (2 * K * eta * c * delta**2)
-    flow_dec = sp.simplify((Ta.subs(delta, delta / 100) - Ta.subs(delta, delta / 10))
-                           / (Ta.subs(delta, delta / 10) - Ta))
-    d.step("isotropic flow: each decade of 1 − p takes 100× the previous", flow_dec, 100,
-           "T(δ) ∝ δ⁻² as δ → 0")
-    fns = {"L_star": _lambdify((d_sym, n_sym), Ls)}
-    return d, fns, {"summary_slope_L": _number(s), "lemma_decade_ratio": _number(dec),
-                    "flow_decade_ratio": _number(flow_dec)}
+    a = sp.Symbol("alpha", positive=True)
+    rate = d.define("alpha_dot", lemma_rate_equation(a, r),
+                    "the summary's lemma: dα/dt = r(1 − α) with r ∼ ηΔ (one exponential phase)")
+    G = d.define("G", sp.integrate(1 / rate, a),
+                 "an antiderivative of 1/α̇: from α(0) = 1/K, α is reached at t = G(α) − G(1/K)")
+    d.step("G' = 1/α̇", sp.diff(G, a), 1 / rate, "differentiated symbolically")
+    d.say("For α̇ = r(1 − α) this gives 1 − α(t) = (1 − 1/K)e^{−rt}: equal times for equal "
+          "ratios of 1 − α, and T(θ) ∝ log((1 − 1/K)/(1 − θ)) for every θ (a single phase).")
+    fns = {"L_star": _lambdify((d_sym, n_sym), Ls), "lemma_G": _lambdify(a, G.subs(r, 1))}
+    return d, fns, {"summary_slope_L": _number(s)}
 
 
 @cached

@@ -3,10 +3,12 @@
 from .finite import FinalAttention, Oscillation
 from .isotropic import Asymptote, TwoPhase
 from .scaling import LScaling, Rescaling, SummaryFastRate
+from .summary import SummaryExponentialRise, SummarySinglePhase
 from .undecidable import Regimes, SummaryThreshold
 
 __all__ = ["CLAIMS", "Rescaling", "LScaling", "SummaryFastRate", "SummaryThreshold", "TwoPhase",
-           "Asymptote", "Oscillation", "FinalAttention", "Regimes"]
+           "Asymptote", "Oscillation", "FinalAttention", "Regimes", "SummaryExponentialRise",
+           "SummarySinglePhase"]
 
 CLAIMS = (
     Rescaling(),
@@ -18,4 +20,6 @@ CLAIMS = (
     Oscillation(),
     FinalAttention(),
     Regimes(),
+    SummaryExponentialRise(),
+    SummarySinglePhase(),
 )

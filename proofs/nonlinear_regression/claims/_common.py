@@ -59,8 +59,9 @@ def model_a_step_cost(K: int, R: int = 1) -> float:
 
 
 def model_b_step_cost(M: int, N: int, d: int, R: int = 1) -> float:
-    """Flop-equivalents of one model-B step (scores, softmax, gradient) plus loop overhead."""
-    return R * M * N * (4.0 * d + 24.0) + 2e4
+    """Flop-equivalents of one model-B step (scores, softmax, gradient: M·N·d and M·d² terms)
+    plus loop overhead."""
+    return R * M * (N * (4.0 * d + 24.0) + 4.0 * d * d) + 2e4
 
 
 # ----------------------------------------------------------------------------- guards

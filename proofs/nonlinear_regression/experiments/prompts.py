@@ -37,6 +37,7 @@ class PromptBatch:
     g: np.ndarray
     gq: np.ndarray
     same: np.ndarray
+    V: np.ndarray | None = None
 
 
 def _task_values(task: str, P: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -70,7 +71,7 @@ def make_prompts(V: np.ndarray, M: int, N: int, noise: float, task: str,
     G = _task_values(task, P, rng)
     return PromptBatch(X=np.ascontiguousarray(P[:, :N]), xq=np.ascontiguousarray(P[:, N]),
                        g=np.ascontiguousarray(G[:, :N]), gq=np.ascontiguousarray(G[:, N]),
-                       same=same_feature_mask(feats))
+                       same=same_feature_mask(feats), V=V)
 
 
 def attention(scores: np.ndarray) -> np.ndarray:
@@ -87,7 +88,7 @@ def scaled_labels(g: np.ndarray, L) -> np.ndarray:
 class PromptGD:
     """State and step map of model B for ``R`` runs (label scales ``L``, steps ``eta``)."""
 
-    def __init__(self, batch: PromptBatch, L, eta):
+    def __init__(self, batch: PromptBatch, L, eta, level: float | None = None):
         L = np.atleast_1d(np.asarray(L, dtype=float))
         self.b = batch
         self.Y = scaled_labels(batch.g, L)     # (R, M, N)
@@ -97,6 +98,7 @@ class PromptGD:
         self.M = M
         self.eta = np.broadcast_to(np.asarray(eta, dtype=float), (R,)).copy()[:, None, None]
         self.Q = np.zeros((R, d, d))
+        self.level = level
         self._refresh()
 
     def _refresh(self) -> None:
@@ -123,15 +125,19 @@ class PromptGD:
         self._refresh()
 
     def observe(self) -> dict:
-        return {"attn": self.pa.mean(axis=-1), "attn_min": self.pa.min(axis=-1),
-                "loss": 0.5 * np.mean(self.err * self.err, axis=-1)}
+        out = {"attn": self.pa.mean(axis=-1), "attn_min": self.pa.min(axis=-1),
+               "loss": 0.5 * np.mean(self.err * self.err, axis=-1)}
+        if self.level is not None:  # the fraction of prompts attending ≥ level
+            out["frac"] = np.mean(self.pa >= self.level, axis=-1)
+        return out
 
 
 def run_prompts(batch: PromptBatch, L, eta, max_steps: int, *, stop=None, check_every: int = 20,
-                tick=None, record_every: int | str = 1) -> Trace:
-    """Full-batch GD on Q from 0 for each (L, η) run; ``stop(trace)`` may end it earlier.
-    Non-finite numbers raise :class:`NumericalTrouble`; the final ``Q`` is in ``extra``."""
-    sim = PromptGD(batch, L, eta)
+                tick=None, record_every: int | str = 1, level: float | None = None) -> Trace:
+    """Full-batch GD on Q from 0 for each (L, η) run; ``stop(trace)`` may end it earlier
+    (``level``: also record the fraction of prompts attending ≥ level).  Non-finite numbers
+    raise :class:`NumericalTrouble`; the final ``Q`` is in ``extra``."""
+    sim = PromptGD(batch, L, eta, level)
     tr = run_gd(sim.step, sim.observe, max_steps=max_steps, record_every=record_every,
                 per_decade=2000, stop=stop, check_every=check_every, blowup_key=None, tick=tick,
                 what="full-batch gradient descent on prompts (model B)")

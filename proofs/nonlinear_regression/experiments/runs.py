@@ -10,7 +10,7 @@ from icltheory.dynamics import threshold_times
 
 from . import population, prompts, tasks
 
-__all__ = ["orthonormal_problem", "prompt_problem", "sweep", "sweep_caps", "loss_rise", "curve",
+__all__ = ["orthonormal_problem", "prompt_problem", "held_out", "sweep", "sweep_caps", "loss_rise", "curve",
            "isotropic_run", "settle_run", "gradient_exponent"]
 
 
@@ -24,6 +24,11 @@ def prompt_problem(task: str, K: int, d: int, N: int, noise: float, M: int, rng_
     """Model B's prompts on K random unit features in R^d."""
     V = tasks.random_unit_features(K, d, rng_features)
     return prompts.make_prompts(V, M, N, noise, task, rng_prompts)
+
+
+def held_out(V: np.ndarray, n: int, N: int, noise: float, task: str, rng) -> prompts.PromptBatch:
+    """Fresh prompts from the training prompts' distribution (the same features)."""
+    return prompts.make_prompts(V, n, N, noise, task, rng)
 
 
 def loss_rise(loss: np.ndarray) -> int | None:
