@@ -473,7 +473,7 @@ class FinalAttentionSetting(_Prompts):
                                 "curvature); the run stops once it has converged: 1 − (1 − target)"
                                 "/5 of the training prompts attend ≥ target to their relevant "
                                 "tokens")
-    prompts: int | None = Int(None, min=200, max=MAX_PROMPTS, by_profile=(200, 1000, 4000),
+    prompts: int | None = Int(None, min=200, max=MAX_PROMPTS, by_profile=(200, 500, 4000),
                               doc="fixed training prompts (≥ 200: they stand for the population "
                                   "loss the paper trains on; fewer generalise visibly worse)")
     noise: float = Float(0.02, min=0.0, max=0.03,
