@@ -190,7 +190,7 @@ class Cost:
 
 #: per profile: (work in flop-equivalents, memory in bytes, wall-clock seconds of the watchdog)
 BUDGETS = {
-    "quick": (2e9, 1 << 30, 120.0),
+    "quick": (8e9, 1 << 30, 120.0),
     "standard": (4e10, 1 << 30, 900.0),
     "thorough": (2e12, 4 << 30, 7200.0),
 }

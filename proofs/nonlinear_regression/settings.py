@@ -480,7 +480,7 @@ class FinalAttentionSetting(_Prompts):
                          doc="token noise σ: x = v + σξ/√d (≤ 0.03: the paper's noise is o(1))")
     test_prompts: int | None = Int(None, min=1, max=MAX_PROMPTS, by_profile=(2000, 5000, 20000),
                                    doc="held-out prompts of the per-prompt probability test")
-    cap_factor: float | None = Float(None, min=1.0, max=100.0, by_profile=(1.0, 2.0, 4.0),
+    cap_factor: float | None = Float(None, min=1.0, max=100.0, by_profile=(2.5, 3.0, 4.0),
                                      doc="the step cap in units of the derived horizon (room to "
                                          "converge: more training prompts converge more slowly)")
 

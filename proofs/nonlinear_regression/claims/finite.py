@@ -135,15 +135,15 @@ class FinalAttention(Claim):
     setting_type = FinalAttentionSetting
     predictions = {
         "delta": Prediction("δ: the attention gap and the exceptional probability",
-                            kind="upper_bound", wrong=lambda v: [v / 10]),
+                            kind="upper_bound", wrong=lambda v: [v / 100]),
         "loss_ratio_max": Prediction("the reference's observed loss ratio ℓ(H)/ℓ(0) (reported: "
                                      "the token noise sets a loss floor ∝ σ² that reaches it at "
                                      "some K and seeds, so it is not a bound of the claim)",
                                      informational=True),
     }
     planted_errors = (
-        PlantedError("theory", "the stated δ typed as 0.005", f"{PKG}.theory:STATED",
-                     lambda orig: {**orig, "final_delta": 0.005}),
+        PlantedError("theory", "the stated δ typed as 0.0005", f"{PKG}.theory:STATED",
+                     lambda orig: {**orig, "final_delta": 0.0005}),
         PlantedError("measurement", "the held-out prompts drawn on a fresh draw of the features "
                      "(another task distribution)", f"{PKG}.experiments.runs:held_out",
                      lambda orig: (lambda V, *a: orig(
@@ -209,11 +209,6 @@ class FinalAttention(Claim):
                           why=f"one-sided exact binomial test at level {_ALPHA:g}: "
                               f"P(Bin({n}, 1 − δ) ≤ {Xc}) = {p_fail:.3g}")
             return
-        if not m["converged"]:
-            ctx.inconclusive(f"training had not converged within {s.steps} steps (only "
-                             f"{m['train_frac']:.3f} of the training prompts attend ≥ {s.target:g}"
-                             f"; the claim concerns the trained state): raise 'steps'")
-            return
         X = int(np.sum(alpha >= 1 - dl))
         frac = X / n
         ctx.measure("fraction_attending_at_least_1_minus_delta", frac)
@@ -222,6 +217,12 @@ class FinalAttention(Claim):
         p_low = float(stats.binom.cdf(X, n, 1 - dl))        # small: X too small for p ≥ 1 − δ
         p_high = float(stats.binom.sf(X - 1, n, 1 - dl))    # small: X too large for p ≤ 1 − δ
         passed = False if p_low <= _ALPHA else (True if p_high <= _ALPHA else None)
+        if passed is False and not m["converged"]:
+            # the claim concerns the trained state: an unconverged run cannot refute it
+            passed = None
+            ctx.inconclusive(f"training had not converged within {s.steps} steps (only "
+                             f"{m['train_frac']:.3f} of the training prompts attend ≥ {s.target:g}"
+                             f"), and the held-out fraction is too low: raise 'steps'")
         ctx.condition(f"Pr[α ≥ 1 − δ] ≥ 1 − δ on {n} held-out prompts (exact binomial tests)",
                       passed, key="delta", measured=frac, false_fail=_ALPHA,
                       why=f"fails if P(Bin(n, 1 − δ) ≤ X) ≤ {_ALPHA:g} (false-fail ≤ {_ALPHA:g} "

@@ -54,6 +54,14 @@ def _isotropic_cost(s) -> Cost:
                 8.0 * 40_000 * 4, f"one model-A run of {s.steps} steps")
 
 
+
+def _shifted_bands(band: list) -> list:
+    """Wrong bands [lo, hi]: the band moved off by twice its width, either way (a band
+    that no longer contains the measured values; widening it would not be wrong)."""
+    lo, hi = band
+    w = 2.0 * (hi - lo)
+    return [[lo + w, hi + w], [lo - w, hi - w]]
+
 class TwoPhase(Claim):
     id = "nonlinear.two-phase"
     title = "Fast rise to attention 0.5, then slow t^(−1/2) convergence; loss·t → (K−1)/(4η)"
@@ -69,7 +77,8 @@ class TwoPhase(Claim):
         "phase_ratio_max": Prediction("bound on T(0.5)/T(1−δ_min) (phase 1 is fast)",
                                       kind="upper_bound", wrong=lambda v: [v * 1e-3]),
         "late_exponent": Prediction("exponent of 1 − p(t) late in training", formula="-1/2"),
-        "slope_band": Prediction("band of the local slope of log T(δ) vs log δ (δ ≤ 0.01)"),
+        "slope_band": Prediction("band of the local slope of log T(δ) vs log δ (δ ≤ 0.01)",
+                                 wrong=_shifted_bands),
         "loss_t_limit": Prediction("limit of ℓ(t)·t", formula=r"(K-1)/(4\eta)"),
     }
     planted_errors = (
@@ -169,7 +178,7 @@ class Asymptote(Claim):
     predictions = {
         "T_asymptotic": Prediction("(K−1)²/(2Kηcδ²) per δ (largest δ first)"),
         "T_flow": Prediction("the exact flow time to 1 − δ per δ"),
-        "k_ratio_band": Prediction("band of ηc·T(0.5)/K² over the Ks"),
+        "k_ratio_band": Prediction("band of ηc·T(0.5)/K² over the Ks", wrong=_shifted_bands),
         "k_ratio_flow": Prediction("ηc·T(0.5)/K² of the exact flow per K"),
     }
     planted_errors = (
