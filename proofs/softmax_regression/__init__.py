@@ -8,7 +8,10 @@ Layout:
   (helpers in :mod:`.theory_symbolic`), lowered to arb/numpy;
 * :mod:`.experiments`     — random pairs, the counterexample search, certified witnesses (on the
   numeric model :mod:`.model`; imports nothing from the theory);
-* :mod:`.claims`          — the claims.
+* :mod:`.claims`, :mod:`.claims_shift` — the claims (shared judging in :mod:`._judging`);
+* :mod:`.bnb`, :mod:`.theory_hessian` — the certified band of the Lipschitz constant.
 """
 
-from .claims import CLAIMS as CLAIMS
+from . import claims, claims_shift
+
+CLAIMS = claims.CLAIMS + claims_shift.CLAIMS

@@ -16,105 +16,17 @@ import numpy as np
 
 from icltheory.core import Claim, Cost, Plot, PlantedError, Prediction, Series, lazy_module
 
-from .settings import (CandidateSetting, ShiftSetting, SoftmaxRegressionSetting, candidate_ball,
-                       reference_instance)
+from ._judging import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bound_tenth, drop_projection,
+                       logits_doubled, lower_check, other_loss, search_cost, temperature,
+                       upper_check, witness_bound)
+from .settings import CandidateSetting, SoftmaxRegressionSetting, candidate_ball, reference_instance
 
 theory = lazy_module("proofs.softmax_regression.theory")
 experiments = lazy_module("proofs.softmax_regression.experiments")
 
+
 __all__ = ["CLAIMS", "VectorizationClaim", "GradientClaim", "LipschitzClaim",
-           "RescaledLipschitzClaim", "CandidateClaim", "IclShiftClaim"]
-
-_PKG = "proofs.softmax_regression"
-_SLACK = 1e-9
-_SLACK_WHY = ("observed ≤ bound·(1+1e-9): the observed ratio is a float64 computation from "
-              "cancellation-free differences (expm1 of ΔM = A1(X−Y)A2ᵀ), relative error ≲ 1e-11 "
-              "for any R and ‖x−y‖")
-_ASSUMPTIONS_TEX = (r"\ \text{for }\lVert A_1\otimes A_2\rVert\le R,\ \lVert x\rVert,\lVert y\rVert"
-                    r"\le R,\ \lVert b_j\rVert_2\le1")
-
-
-# --------------------------------------------------------------------------- planted errors
-
-
-def _temperature(orig):
-    """A row softmax at temperature ½ (logits doubled)."""
-    return lambda M: orig(2.0 * M)
-
-
-def _logits_doubled(orig):
-    return lambda A1, A2, X: 2.0 * orig(A1, A2, X)
-
-
-def _other_loss(orig):
-    """The certified evaluation uses the other loss's gradient (a mixed-up loss argument)."""
-    def wrong(A1, A2, B, X, Y, loss):
-        return orig(A1, A2, B, X, Y, "rescaled" if loss == "normalized" else "normalized")
-    return wrong
-
-
-def _drop_projection(orig):
-    """P without its −f⟨f, c⟩ term (the softmax Jacobian's rank-one part forgotten)."""
-    def wrong(F, B):
-        import sympy as sp
-
-        return sp.Matrix(F.rows, F.cols, lambda j, k: F[j, k] * (F[j, k] - B[j, k]))
-    return wrong
-
-
-def _bound_tenth(orig):
-    return lambda: orig() / 10
-
-
-def _bound_quarter(orig):
-    return lambda: orig() / 4
-
-
-# --------------------------------------------------------------------------- judging helpers
-
-
-def _upper_check(ctx, name: str, key: str, log_observed: float, what: str) -> float:
-    """Record 'max observed ≤ predicted[key]' (float, relative slack 1e-9); returns the
-    tightness observed/predicted."""
-    pred = float(ctx.predicted[key])
-    lp = math.log(pred) if pred > 0 else -math.inf
-    lo = float(log_observed)
-    tight = math.exp(min(lo - lp, 700.0)) if math.isfinite(lo) and math.isfinite(lp) else 0.0
-    passed = lo <= lp + _SLACK if math.isfinite(lo) else (None if math.isnan(lo) else True)
-    ctx.condition(name, passed, key=key, measured=math.exp(lo) if lo < 700 else math.inf,
-                  why=f"{what}; {_SLACK_WHY}", detail=f"tightness {tight:.3g}")
-    return tight
-
-
-def _lower_check(ctx, name: str, key: str, log_observed: float, what: str) -> None:
-    pred = float(ctx.predicted[key])
-    lp = math.log(pred) if pred > 0 else -math.inf
-    lo = float(log_observed)
-    ctx.condition(name, lo >= lp - _SLACK, key=key, measured=math.exp(lo),
-                  why=f"{what}; {_SLACK_WHY}",
-                  detail=f"bound/observed {math.exp(min(lp - lo, 700)):.3g}")
-
-
-def _witness_bound(ctx, name: str, key: str, m, proved_upper: float, what: str) -> None:
-    """The certified path: the witness's arb-certified ratio against predicted[key]."""
-    c = ctx.bound(name, key=key, certified_lower=float(m["witness_lower"]),
-                  proved_upper=proved_upper,
-                  why=(f"{what}: its ratio is certified in ball arithmetic at its exact float "
-                       "inputs and it is certified to lie inside the assumptions; a value below "
-                       "it is refuted, a value at or above the proved bound of the derivation "
-                       "is covered by the proof"),
-                  witness=None if m["witness_inside"] else "witness membership not certified")
-    if c.passed is False:
-        ctx.evidence[f"counterexample_{key}"] = m["witness"]
-
-
-def _seconds_cost(n: int, d: int, samples: int, refine: int, maxiter: int, what: str) -> Cost:
-    dim = 2 * n * d + 1 + 2 * d * d + n * n
-    per = 40.0 * (n * n * d + n * d * d + d ** 3) + 10.0 * n ** 3
-    evals = samples * 3 + refine * maxiter * (dim + 1) * 3
-    return Cost(work=evals * per + samples * (n * n * d ** 4 + d ** 6),
-                memory=8.0 * samples * (dim + n ** 3 + d ** 4) * 12,
-                what=what)
+           "RescaledLipschitzClaim", "CandidateClaim"]
 
 
 # --------------------------------------------------------------------------- claims
@@ -142,9 +54,9 @@ class VectorizationClaim(_SoftmaxClaim):
     }
     planted_errors = (
         PlantedError("theory", "row-major vec taken column-major in the derivation",
-                     f"{_PKG}.theory_symbolic:vec_row", lambda orig: (lambda M: orig(M.T))),
+                     f"{PKG}.theory_symbolic:vec_row", lambda orig: (lambda M: orig(M.T))),
         PlantedError("measurement", "Kronecker factors transposed in the numeric design (A2⊗A1)",
-                     f"{_PKG}.model:kron_design", lambda orig: (lambda A1, A2: orig(A2, A1))),
+                     f"{PKG}.model:kron_design", lambda orig: (lambda A1, A2: orig(A2, A1))),
     )
 
     def constants(self, s):
@@ -213,10 +125,10 @@ class GradientClaim(_SoftmaxClaim):
     }
     planted_errors = (
         PlantedError("theory", "P without the −f⟨f,c⟩ term (rank-one part of the softmax "
-                     "Jacobian forgotten)", f"{_PKG}.theory_symbolic:normalized_P",
-                     _drop_projection),
+                     "Jacobian forgotten)", f"{PKG}.theory_symbolic:normalized_P",
+                     drop_projection),
         PlantedError("measurement", "row softmax at temperature ½ in the numeric model",
-                     f"{_PKG}.model:row_softmax", _temperature),
+                     f"{PKG}.model:row_softmax", temperature),
     )
 
     def constants(self, s):
@@ -301,43 +213,52 @@ class _LipschitzFamily(_SoftmaxClaim):
 
     def constants(self, s):
         th = theory.theory()
-        return {k: (th.lower if k == "alpha_lower" else th.upper)(self._term(k), s.n, s.R)
-                for k in self.predictions}
+        out = {k: (th.lower if k == "alpha_lower" else th.upper)(self._term(k), s.n, s.R)
+               for k in self.predictions if k != "certified_upper"}
+        out["certified_upper"] = best_proved(s, self.loss, self.families.values())
+        return out
 
     def derive(self, s):
         return theory.theory().derivation
 
     def estimate(self, s):
-        base = _seconds_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
-        return Cost(work=base.work * (1 + 0.12 * s.grid), memory=base.memory,
-                    what=f"a search over {s.samples} pairs with {s.refine} refinements, and a "
-                         f"{s.grid}-point R grid")
+        base = search_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
+        return Cost(work=base.work * (1 + 0.12 * s.grid) + bnb_cost(s),
+                    memory=max(base.memory, 4e3 * min(s.bnb_boxes, 2_000_000)),
+                    what=f"a search over {s.samples} pairs with {s.refine} refinements, a "
+                         f"{s.grid}-point R grid and {s.bnb_boxes} branch-and-bound boxes")
 
     def measure(self, s, run):
         return experiments.measure_lipschitz(
             s.n, s.d, s.R, self.loss, samples=s.samples, refine=s.refine, maxiter=s.maxiter,
-            rng=run.rng(0), grid_rng=[run.rng(100 + i) for i in range(s.grid)], tick=run.tick)
+            rng=run.rng(0), grid_rng=[run.rng(100 + i) for i in range(s.grid)], tick=run.tick,
+            witness_starts=s.witness_starts, witness_rng=run.rng(7))
 
     def judge(self, s, predicted, m, ctx):
         k = m["samples"]
         for key, text in _LEMMA_TEXT[self.loss].items():
             what = f"over {k} random pairs"
             if key == "alpha_lower":
-                _lower_check(ctx, f"lemma {text}", key, m["lemmas"][key], f"smallest α {what}")
+                lower_check(ctx, f"lemma {text}", key, m["lemmas"][key], f"smallest α {what}")
             else:
-                t = _upper_check(ctx, f"lemma {text}", key, m["lemmas"][key], f"max {what}")
+                t = upper_check(ctx, f"lemma {text}", key, m["lemmas"][key], f"max {what}")
                 ctx.measure(f"tightness_{key}", t)
         th = theory.theory()
-        proved = min(th.upper(t, s.n, s.R) for t in self.families.values())
-        what = (f"the worst pair of a search over {m['evaluated']} examples ({k} random + "
-                f"{m['refinements']} BFGS refinements)")
+        proved = best_proved(s, self.loss, self.families.values())
+        what = (f"the best of an explicit pair and the worst pair of a search over "
+                f"{m['evaluated']} examples ({k} random + {m['refinements']} BFGS refinements)")
+        witness_bound(ctx, "certified band: explicit witness ≤ constant ≤ branch-and-bound bound",
+                       "certified_upper", m, proved, what)
+        ctx.measure("certified_band", [m["witness_lower"], proved])
+        if m["witness_lower"] > 0 and math.isfinite(proved):
+            ctx.measure("certified_band_ratio", proved / m["witness_lower"])
         for key in self.families:
-            _witness_bound(ctx, f"search (arb-certified witness) vs {key}", key, m, proved, what)
+            witness_bound(ctx, f"search (arb-certified witness) vs {key}", key, m, proved, what)
             ctx.measure(f"tightness_{key}", m["witness_lower"] / float(predicted[key]))
-            _upper_check(ctx, f"worst local Hessian norm ≤ {key}", key, m["log_hessian_max"],
+            upper_check(ctx, f"worst local Hessian norm ≤ {key}", key, m["log_hessian_max"],
                          f"largest ‖∇²L‖₂ at {k} random points and the worst pair")
         if "log_far_ratio" in m:
-            _upper_check(ctx, "closed-form bound also outside the ball (‖x‖, ‖y‖ ≤ 10R)",
+            upper_check(ctx, "closed-form bound also outside the ball (‖x‖, ‖y‖ ≤ 10R)",
                          "closed_form", m["log_far_ratio"], f"max over {k} pairs scaled by 10")
         ctx.measure("worst_ratio", math.exp(m["log_worst_ratio"]))
         ctx.measure("witness_certified_lower", m["witness_lower"])
@@ -364,11 +285,14 @@ class LipschitzClaim(_LipschitzFamily):
                  r"K\in\Big\{\underbrace{3.25R^2}_{\rm closed\ form},\ "
                  r"\underbrace{16R^2e^{4R^2}/n}_{\rm lemma\ chain},"
                  r"\ \underbrace{16n^{3/2}R^2e^{4R^2}}_{\rm paper\ form\ (our\ reconstruction)}\Big\}"
-                 + _ASSUMPTIONS_TEX)
+                 + ASSUMPTIONS_TEX)
     loss = "normalized"
     families = {"closed_form": "closed_form", "lemma_chain": "lemma_chain",
                 "paper_form": "paper_form"}
     predictions = {
+        "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
+                                      "constant: branch and bound over the logits (or the best "
+                                      "closed form)", kind="upper_bound", wrong=lambda v: v * 0.1),
         "closed_form": Prediction("proved closed-form bound 3.25a² (valid, not tight)",
                                   kind="upper_bound", wrong=lambda v: v * 0.05),
         "lemma_chain": Prediction("lemma-chain bound 16a²e^{4β}/n", kind="upper_bound",
@@ -379,11 +303,11 @@ class LipschitzClaim(_LipschitzFamily):
     }
     planted_errors = (
         PlantedError("theory", "residual bound ‖c‖ ≤ 2 taken as 0.2",
-                     f"{_PKG}.theory:residual_bound", _bound_tenth),
+                     f"{PKG}.theory:residual_bound", bound_tenth),
         PlantedError("measurement", "logits doubled in the numeric model",
-                     f"{_PKG}.model:logits", _logits_doubled),
+                     f"{PKG}.model:logits", logits_doubled),
         PlantedError("measurement", "the certified witness evaluated with the other loss",
-                     f"{_PKG}.model:gradient_ratio_arb", _other_loss),
+                     f"{PKG}.model:gradient_ratio_arb", other_loss),
     )
 
 
@@ -391,19 +315,22 @@ class RescaledLipschitzClaim(_LipschitzFamily):
     id = "softmaxreg.rescaled-lipschitz"
     title = "Lipschitz constant of ∇L_r (rescaled loss): (3n+3√n+2) a² e^{2β}, exponential is genuine"
     statement = (r"\lVert\nabla L_r(x)-\nabla L_r(y)\rVert_2\le(3n+3\sqrt n+2)\,R^2e^{2R^2}\lVert x-y\rVert_2"
-                 + _ASSUMPTIONS_TEX)
+                 + ASSUMPTIONS_TEX)
     loss = "rescaled"
     families = {"lemma_chain": "rescaled_lemma_chain"}
     predictions = {
+        "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
+                                      "constant: branch and bound over the logits (or the "
+                                      "closed form)", kind="upper_bound", wrong=lambda v: v * 0.1),
         "lemma_chain": Prediction("(3n+3√n+2)a²e^{2β}", kind="upper_bound",
                                   wrong=lambda v: v * 0.1),
         **_lemma_predictions("rescaled"),
     }
     planted_errors = (
         PlantedError("theory", "mean-value factor e^{β/2} instead of e^β",
-                     f"{_PKG}.theory:mean_value_factor", lambda orig: (lambda b: orig(b / 2))),
+                     f"{PKG}.theory:mean_value_factor", lambda orig: (lambda b: orig(b / 2))),
         PlantedError("measurement", "logits doubled in the numeric model",
-                     f"{_PKG}.model:logits", _logits_doubled),
+                     f"{PKG}.model:logits", logits_doubled),
     )
 
 
@@ -434,19 +361,20 @@ class CandidateClaim(_SoftmaxClaim):
     title = "Is your constant K(n, d, R) a valid gradient Lipschitz constant? certificate or counterexample"
     setting_type = CandidateSetting
     statement = (r"\forall A_1,A_2,B,x,y:\ \lVert\nabla L(x)-\nabla L(y)\rVert_2\le K(n,d,R)"
-                 r"\lVert x-y\rVert_2" + _ASSUMPTIONS_TEX)
+                 r"\lVert x-y\rVert_2" + ASSUMPTIONS_TEX)
     predictions = {
         "candidate": Prediction("your constant K at this setting", kind="upper_bound",
                                 wrong=lambda v: v * 0.01),
-        "proved_bound": Prediction("the proved bound of the derivation (closed form 3.25a², or "
-                                   "(3n+3√n+2)a²e^{2β} for the rescaled loss)",
+        "proved_bound": Prediction("the best proved bound: branch and bound over the logits, or "
+                                   "the derivation's closed form (3.25a², or (3n+3√n+2)a²e^{2β} "
+                                   "for the rescaled loss)",
                                    kind="upper_bound", wrong=lambda v: v * 0.01),
     }
     planted_errors = (
         PlantedError("theory", "residual bound ‖c‖ ≤ 2 taken as 0.2",
-                     f"{_PKG}.theory:residual_bound", _bound_tenth),
+                     f"{PKG}.theory:residual_bound", bound_tenth),
         PlantedError("measurement", "the certified witness evaluated with the other loss",
-                     f"{_PKG}.model:gradient_ratio_arb", _other_loss),
+                     f"{PKG}.model:gradient_ratio_arb", other_loss),
     )
 
     def _term(self, s) -> str:
@@ -454,125 +382,42 @@ class CandidateClaim(_SoftmaxClaim):
 
     def constants(self, s):
         return {"candidate": float(candidate_ball(s.candidate, s.n, s.d, s.R).mid()),
-                "proved_bound": theory.theory().upper(self._term(s), s.n, s.R)}
+                "proved_bound": best_proved(s, s.loss, [self._term(s)])}
 
     def derive(self, s):
         return theory.theory().derivation
 
     def estimate(self, s):
-        return _seconds_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
+        base = search_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
+        return Cost(work=base.work + bnb_cost(s), memory=base.memory,
+                    what=f"a search and {s.bnb_boxes} branch-and-bound boxes")
 
     def measure(self, s, run):
         return experiments.measure_lipschitz(s.n, s.d, s.R, s.loss, samples=s.samples,
                                              refine=s.refine, maxiter=s.maxiter, rng=run.rng(0),
-                                             tick=run.tick)
+                                             tick=run.tick, witness_starts=s.witness_starts,
+                                             witness_rng=run.rng(7))
 
     def judge(self, s, predicted, m, ctx):
         th = theory.theory()
         term = self._term(s)
-        proved = th.upper(term, s.n, s.R)
-        what = f"the worst pair of a search over {m['evaluated']} examples"
+        proved = best_proved(s, s.loss, [term])
+        what = (f"the best of an explicit pair and the worst pair of a search over "
+                f"{m['evaluated']} examples")
         K = float(predicted["candidate"])
         proved_for_candidate = proved
         if K == self.constants(s)["candidate"] and _certainly_at_least(s, th, term):
             proved_for_candidate = min(proved, K)  # the expression is certified ≥ the proof
-        _witness_bound(ctx, "candidate vs the certified witness and the proved bound",
+        witness_bound(ctx, "candidate vs the certified witness and the proved bound",
                        "candidate", m, proved_for_candidate, what)
-        _witness_bound(ctx, "the proved bound survives the search", "proved_bound", m, proved, what)
+        witness_bound(ctx, "the proved bound survives the search", "proved_bound", m, proved, what)
         ctx.measure("worst_ratio", math.exp(m["log_worst_ratio"]))
         ctx.measure("witness_certified_lower", m["witness_lower"])
         ctx.measure("worst_ratio_over_candidate", m["witness_lower"] / K)
+        ctx.measure("certified_band", [m["witness_lower"], proved])
         ctx.evidence["worst_pair"] = m["witness"]
         ctx.note(theory.ASSUMPTIONS_TEXT)
 
 
-class IclShiftClaim(_SoftmaxClaim):
-    id = "softmaxreg.icl-shift"
-    title = "ICL weight shift = target shift: L(X_{t+1}; B) = L(X_t; B̃) with ‖B̃ − B‖ ≤ (a/2)‖ΔX‖"
-    setting_type = ShiftSetting
-    statement = (r"\tilde B=B-(F(X_{t+1})-F(X_t)):\ L(X_{t+1};B)=L(X_t;\tilde B),\ "
-                 r"\lVert\tilde B-B\rVert_F\le\tfrac a2\lVert\Delta X\rVert_F;\quad "
-                 r"\tilde B_r=D_t^{-1}(e^{M_t}-e^{M_{t+1}}+D_{t+1}B):\ "
-                 r"\lVert\tilde B_r-B\rVert_F\le\tfrac{ae^{2\beta}(1+\sqrt n)}{n}\lVert\Delta X\rVert_F")
-    predictions = {
-        "normalized_shift_factor": Prediction("‖B̃ − B‖/‖ΔX‖ ≤ a/2 (softmax Jacobian)",
-                                              kind="upper_bound", wrong=lambda v: v * 0.1),
-        "normalized_shift_factor_chain": Prediction("lemma-chain factor a(e^{2β}+e^{4β})/n",
-                                                    kind="upper_bound", wrong=lambda v: v * 1e-3),
-        "rescaled_shift_factor": Prediction("‖B̃_r − B‖/‖ΔX‖ ≤ a e^{2β}(1+√n)/n",
-                                            kind="upper_bound", wrong=lambda v: v * 0.01),
-        "gd_shift_factor": Prediction("GD step: ‖B̃ − B‖ ≤ (a²/4)η‖F − B‖", kind="upper_bound",
-                                      wrong=lambda v: v * 0.01),
-    }
-    planted_errors = (
-        PlantedError("theory", "softmax Jacobian bound ¼·½ (Popoviciu misapplied)",
-                     f"{_PKG}.theory:softmax_jacobian_bound", _bound_quarter),
-        PlantedError("measurement", "row softmax at temperature ½ in the numeric model",
-                     f"{_PKG}.model:row_softmax", _temperature),
-    )
-
-    def constants(self, s):
-        return theory.theory().values("shift", s.n, s.R)
-
-    def derive(self, s):
-        return theory.theory().derivation
-
-    def _k(self, s) -> int:
-        return max(8, min(s.samples, 4000))
-
-    def estimate(self, s):
-        return _seconds_cost(s.n, s.d, self._k(s), s.refine, s.maxiter, "shift search")
-
-    def measure(self, s, run):
-        return experiments.measure_shift(s.n, s.d, s.R, s.eta, samples=self._k(s),
-                                         refine=s.refine, maxiter=s.maxiter, rng=run.rng(3))
-
-    def judge(self, s, predicted, m, ctx):
-        k = m["samples"]
-        ctx.close("normalized: L(X_{t+1}; B) = L(X_t; B̃)", predicted=m["loss_moved"],
-                  measured=m["loss_shifted"], rtol=1e-12, atol=1e-15,
-                  why="exact relabelling; float rounding of O(1) sums ≲ n²·eps")
-        ctx.close("normalized: row sums of B̃ = row sums of B", predicted=0.0,
-                  measured=m["rowsum_error"], atol=1e-13 * s.n, why="rows of F sum to 1; ≲ n·eps")
-        ctx.close("normalized: B̃ − B = −(F(X_{t+1}) − F(X_t)) (max abs error)", predicted=0.0,
-                  measured=m["shift_identity_error"], atol=1e-13,
-                  why="entries of F and B are O(1): the subtraction's rounding is ≲ 4·eps")
-        _upper_check(ctx, "normalized: ‖B̃ − B‖ ≤ (a/2)‖ΔX‖ (random moves)",
-                     "normalized_shift_factor", m["log_shift_ratio"], f"max over {k} random moves")
-        _upper_check(ctx, "normalized: ‖B̃ − B‖ ≤ chain factor", "normalized_shift_factor_chain",
-                     m["log_shift_ratio"], "the lemma-chain C5 bound (stacked)")
-        ctx.close("rescaled: residuals coincide (rows scaled by e^{-max})", predicted=0.0,
-                  measured=m["rescaled_residual_error"], atol=1e-12 * s.n,
-                  why="exact relabelling; entries ≤ 1+n after scaling, rounding ≲ n·eps·α_{t+1}/α_t")
-        if "rescaled_rowsum_error" in m:
-            ctx.close("rescaled: row sums kept when B's rows are probabilities", predicted=0.0,
-                      measured=m["rescaled_rowsum_error"], atol=1e-13,
-                      why="Σ_k B̃_jk = 1 + (α_{t+1}/α_t)(Σ_k b_jk − 1): rounding of Σ_k b_jk − 1 "
-                          "amplified by α_{t+1}/α_t; n·eps per unit is ≤ 1e-13")
-        ctx.close("rescaled: B̃_r − B = (r_t − r_{t+1})/α_t (per row, units of 1 + α_{t+1}/α_t)",
-                  predicted=0.0, measured=m["rescaled_shift_identity_error"], atol=1e-12 * s.n,
-                  why="two float64 forms of the same row sums: ≲ 4n·eps·(1 + α_{t+1}/α_t)")
-        t = _upper_check(ctx, "rescaled: ‖B̃_r − B‖ ≤ a e^{2β}(1+√n)/n ‖ΔX‖",
-                         "rescaled_shift_factor", m["log_rescaled_shift_ratio"],
-                         f"max over {k} random moves")
-        ctx.measure("tightness_rescaled_shift", t)
-        ctx.close("GD step: L(X_{t+1}; B) = L(X_t; B̃)", predicted=m["gd_loss_moved"],
-                  measured=m["gd_loss_shifted"], rtol=1e-12, atol=1e-15,
-                  why="exact relabelling; rounding ≲ n²·eps")
-        _upper_check(ctx, "GD step: ‖B̃ − B‖ ≤ (a²/4)η‖F − B‖", "gd_shift_factor",
-                     m["log_gd_ratio"], f"max over {k} GD steps with η = {s.eta:g}")
-        th = theory.theory()
-        proved = min(th.upper("normalized_shift_factor", s.n, s.R),
-                     th.upper("normalized_shift_factor_chain", s.n, s.R))
-        _witness_bound(ctx, "search (arb-certified witness): worst ‖ΔF‖/‖ΔX‖ vs "
-                       "normalized_shift_factor", "normalized_shift_factor", m, proved,
-                       f"the worst move of a search over {m['evaluated']} examples")
-        ctx.measure("worst_shift_ratio", math.exp(m["log_search_shift"]))
-        ctx.measure("tightness_normalized_shift",
-                    m["witness_lower"] / float(predicted["normalized_shift_factor"]))
-        ctx.note(theory.ASSUMPTIONS_TEXT + " The rescaled bound uses both endpoints in the ball; "
-                 "the GD demo checks the normalized identities and bounds (any X).")
-
-
 CLAIMS = (VectorizationClaim(), GradientClaim(), LipschitzClaim(), RescaledLipschitzClaim(),
-          CandidateClaim(), IclShiftClaim())
+          CandidateClaim())

@@ -50,6 +50,7 @@ __all__ = [
     "log_norm",
     "finite_diff_log",
     "softmax_differences",
+    "logit_differences",
     "normalized_P_difference",
     "log_gradient_ratio_stable",
     "block_hessians",
@@ -250,8 +251,12 @@ def softmax_differences(A1, A2, X, Y):
     $R\lesssim10^{-5}$, where a near pair's differences are ~1e-20; these forms are accurate
     relative to the size of $\Delta M$.  Rows with $\max|\Delta M|>1$ (no cancellation to fear,
     but ``expm1`` could overflow) use the direct differences.  ``dlse`` has shape (..., n, 1)."""
-    Mx, My = logits(A1, A2, X), logits(A1, A2, Y)
-    dM = logits(A1, A2, X - Y)
+    return logit_differences(logits(A1, A2, X), logits(A1, A2, Y), logits(A1, A2, X - Y))
+
+
+def logit_differences(Mx, My, dM):
+    """:func:`softmax_differences` from the logits at both points and their difference ``dM``
+    (formed without cancellation by the caller)."""
     m = np.maximum(Mx.max(axis=(-2, -1)), My.max(axis=(-2, -1)))[..., None, None]
     Fx, Fy = row_softmax(Mx), row_softmax(My)
     Ux, Uy = np.exp(Mx - m), np.exp(My - m)
@@ -517,10 +522,10 @@ def gradient_ratio_arb(A1, A2, B, X, Y, loss: str):
     for i in range(Xa.nrows()):
         for j in range(Xa.ncols()):
             den += (Xa[i, j] - Ya[i, j]) * (Xa[i, j] - Ya[i, j])
-    return _sqrt_nonneg(num / den)
+    return sqrt_nonneg(num / den)
 
 
-def _sqrt_nonneg(x):
+def sqrt_nonneg(x):
     """sqrt of a ball known to enclose a non-negative quantity (clip the negative part)."""
     import flint
 
@@ -564,7 +569,7 @@ def shift_ratio_arb(A1, A2, X, Y):
     for i in range(Xa.nrows()):
         for j in range(Xa.ncols()):
             den += (Xa[i, j] - Ya[i, j]) * (Xa[i, j] - Ya[i, j])
-    return _sqrt_nonneg(num / den)
+    return sqrt_nonneg(num / den)
 
 
 def contains_arb(point: Pairs, R: float) -> bool:

@@ -167,6 +167,9 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
                   "‖B̃ − B‖ ≤ ‖S‖a‖ΔX‖ and ‖ΔX‖ = η‖∇L‖ ≤ η a‖S‖‖F − B‖")
     t["gd_shift_factor"] = gd
     t["normalized_shift_factor"] = t["f_lipschitz_sharp"]
+    t["data_shift_factor"] = d.define(
+        "data move", r * s, "‖F(A') − F(A)‖_F ≤ ‖S‖‖ΔM‖_F (mean value, any logits) and "
+        "‖vec ΔM‖ = ‖(A' − A)x‖ ≤ ‖A' − A‖₂ r")
 
 
 def _rescaled_chain(d: Derivation, t: dict) -> None:
@@ -187,6 +190,9 @@ def _rescaled_chain(d: Derivation, t: dict) -> None:
     t["rescaled_shift_factor"] = d.define(
         "rescaled shift", a * E ** 2 * (1 + rn) / n,
         "row j of B̃_r − B is (Δu_j − Δα_j b_j)/α_j(x_t): ≤ (1+√n)E‖AΔx‖/(n e^{-β})")
+    t["rescaled_data_shift_factor"] = d.define(
+        "rescaled data move", r * E ** 2 * (1 + rn) / n,
+        "the same rows with ‖ΔM‖_F ≤ ‖A' − A‖₂ r (both data in the set: logits ≤ β)")
 
 
 def _shift_identities(d: Derivation) -> None:
@@ -216,6 +222,7 @@ _GROUPS = {
                  "alpha_upper", "alpha_lipschitz", "r_lipschitz", "r_sup", "r_norm_bound"),
     "shift": ("normalized_shift_factor", "normalized_shift_factor_chain",
               "rescaled_shift_factor", "gd_shift_factor"),
+    "data": ("data_shift_factor", "rescaled_data_shift_factor"),
 }
 
 
