@@ -97,9 +97,11 @@ class Interval:
         return Interval._of(o) / self
 
     def __pow__(self, k):
-        if not (isinstance(k, (int, np.integer)) or float(k).is_integer()) or k < 0:
-            raise ValueError("only non-negative integer powers")
+        if not (isinstance(k, (int, np.integer)) or float(k).is_integer()):
+            raise ValueError("only integer powers")
         k = int(k)
+        if k < 0:
+            return 1.0 / (self ** (-k))
         if k == 0:
             return Interval(np.ones_like(self.lo))
         if k == 1:

@@ -292,7 +292,7 @@ class LipschitzClaim(_LipschitzFamily):
     predictions = {
         "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
                                       "constant: branch and bound over the logits (or the best "
-                                      "closed form)", kind="upper_bound", wrong=lambda v: v * 0.1),
+                                      "closed form)", kind="upper_bound", wrong=lambda v: v * 0.05),
         "closed_form": Prediction("proved closed-form bound 3.25a² (valid, not tight)",
                                   kind="upper_bound", wrong=lambda v: v * 0.05),
         "lemma_chain": Prediction("lemma-chain bound 16a²e^{4β}/n", kind="upper_bound",
@@ -321,7 +321,7 @@ class RescaledLipschitzClaim(_LipschitzFamily):
     predictions = {
         "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
                                       "constant: branch and bound over the logits (or the "
-                                      "closed form)", kind="upper_bound", wrong=lambda v: v * 0.1),
+                                      "closed form)", kind="upper_bound", wrong=lambda v: v * 0.05),
         "lemma_chain": Prediction("(3n+3√n+2)a²e^{2β}", kind="upper_bound",
                                   wrong=lambda v: v * 0.1),
         **_lemma_predictions("rescaled"),

@@ -461,16 +461,27 @@ def _data_move(box, p, rng, k):
     return np.where(sel, A1n, q.A1), np.where(sel, A2n, q.A2)
 
 
+def _delta_design(A1, A2, A1b, A2b):
+    """(log ‖A'⊗ − A⊗‖₂, whether it is resolved): the difference is ΔA1⊗A2' + A1⊗ΔA2; a move
+    whose two parts cancel to below 1e-5 of their size (e.g. A1 → cA1, A2 → A2/c) cannot be
+    resolved in float64 and gives no observation."""
+    d1, d2 = A1b - A1, A2b - A2
+    K1, K2 = model.kron_design(d1, A2b), model.kron_design(A1, d2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ldA = np.log(np.linalg.norm(K1 + K2, 2, axis=(-2, -1)))
+        size = np.log(np.linalg.norm(K1, 2, axis=(-2, -1)) + np.linalg.norm(K2, 2, axis=(-2, -1)))
+        ok = np.isfinite(ldA) & (ldA - size > math.log(1e-5))
+    return ldA, ok
+
+
 def data_move_ratio(A1, A2, A1b, A2b, X):
-    """(log ‖F(A') − F(A)‖_F − log ‖A'⊗ − A⊗‖₂, the shifted-target error, ΔF) batched: the
+    """(log ‖F(A') − F(A)‖_F − log ‖A'⊗ − A⊗‖₂ (−inf for unresolved moves), ΔF) batched: the
     logit change ΔM = ΔA1·X·A2'ᵀ + A1·X·ΔA2ᵀ is formed from the moves themselves."""
     d1, d2 = A1b - A1, A2b - A2
     dM = d1 @ X @ np.swapaxes(A2b, -1, -2) + A1 @ X @ np.swapaxes(d2, -1, -2)
     dF = model.logit_differences(model.logits(A1b, A2b, X), model.logits(A1, A2, X), dM)[1]
-    dK = model.kron_design(d1, A2b) + model.kron_design(A1, d2)
-    with np.errstate(divide="ignore"):
-        ldA = np.log(np.linalg.norm(dK, 2, axis=(-2, -1)))
-    return model.finite_diff_log(model.log_norm(dF), ldA), dF
+    ldA, ok = _delta_design(A1, A2, A1b, A2b)
+    return np.where(ok, model.finite_diff_log(model.log_norm(dF), ldA), -np.inf), dF
 
 
 def _data_ratio_arb(A1, A2, A1b, A2b, X, prec: int = 128):
@@ -515,9 +526,8 @@ def measure_data_move(n, d, R, *, samples, refine, maxiter, rng) -> dict[str, An
     W0, W1 = np.exp(M0 - m), np.exp(M1 - m)
     dW = W1 - W0
     dBr = (dW - dW.sum(-1, keepdims=True) * p.B) / W0.sum(-1, keepdims=True)
-    dK = model.kron_design(A1b - p.A1, A2b) + model.kron_design(p.A1, A2b - p.A2)
-    with np.errstate(divide="ignore"):
-        ldA = np.log(np.linalg.norm(dK, 2, axis=(-2, -1)))
+    ldA, ok = _delta_design(p.A1, p.A2, A1b, A2b)
+    ldA = np.where(ok, ldA, -np.inf)
     out["log_rescaled_data_ratio"] = _max_log_ratio(model.log_norm(dBr), ldA) if R >= 1e-2 \
         else -math.inf  # tiny R: the direct difference is rounding noise (no observation)
     th0 = np.concatenate([box.encode(p), box.encode(model.Pairs(A1b, A2b, p.B, p.X, p.Y))], 1)
