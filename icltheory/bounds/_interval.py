@@ -195,13 +195,14 @@ def lambdify_interval(args, expr):
                                             "math"], cse=True)
 
 
-def centred_upper(value_fn, gradient_fn, boxes: list, need=None):
+def centred_upper(value_fn, gradient_fn, boxes: list, need=None, out: dict | None = None):
     """Upper ends of the mean-value (centred) form f(c) + Σ_k ∂_k f(box)·(x_k − c_k) over the
     boxes (``boxes``: one Interval per argument), intersected with the plain evaluation, and
     per-argument split scores |∂_k f(box)|·width_k.  ``value_fn``/``gradient_fn`` are
     lambdified with :func:`lambdify_interval` (the gradient as a tuple of expressions).  With
     ``need`` (a function of the plain upper ends returning a mask), the centred form is only
-    computed for the boxes it selects."""
+    computed for the boxes it selects; ``out`` (a dict) receives the selection ``"sel"`` and
+    the gradient intervals ``"grads"`` on those boxes (for monotonicity tests)."""
     naive = value_fn(*boxes)
     hi = np.array(naive.hi, dtype=float)
     widths = np.stack([b.hi - b.lo for b in boxes], axis=1)
@@ -222,6 +223,10 @@ def centred_upper(value_fn, gradient_fn, boxes: list, need=None):
         scores[sel, k] = np.where(np.isfinite(mag), mag, 1e300) * (b.hi - b.lo)
     hi_c = np.where(np.isnan(acc.hi), np.inf, acc.hi)
     hi[sel] = np.minimum(hi[sel], hi_c)
+    if out is not None:
+        out["sel"], out["grads"] = sel, [g if isinstance(g, Interval) else
+                                         Interval(np.full(int(sel.sum()), float(g)))
+                                         for g in grads]
     return hi, scores
 
 
@@ -243,7 +248,8 @@ class BnBResult:
 def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi: np.ndarray, *,
                      infeasible_fn: Callable | None = None, target: float = 1.1,
                      seconds: float = 60.0, max_boxes: int = 2_000_000, chunk: int = 40_000,
-                     scale=None, lower: float = 0.0, argmax=None) -> BnBResult:
+                     scale=None, lower: float = 0.0, argmax=None,
+                     polish: Callable | None = None) -> BnBResult:
     """Certify sup f ≤ upper over the union of the boxes [lo_i, hi_i] (see module docstring).
 
     ``upper_fn(lo, hi, threshold) -> array`` (or ``(array, scores)``): a certified upper bound
@@ -251,7 +257,9 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     refinement), with optional per-dimension split scores;
     ``value_fn(points) -> array``: f at points (−inf where infeasible); ``infeasible_fn(lo,
     hi) -> bool array``: boxes certainly outside the domain; ``scale``: per-dimension widths
-    used to choose the split side; ``lower``/``argmax``: a known value to start from.
+    used to choose the split side; ``lower``/``argmax``: a known value to start from;
+    ``polish(x) -> (value, x)``: a local maximisation from the best centre (a better value
+    prunes more; it must be a value of f at a feasible point).
 
     Boxes whose upper bound is already within ``target`` × the best value are retired (only
     the largest such bound is kept), so memory holds the unresolved frontier only; the frontier
@@ -262,7 +270,7 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     best, best_x = float(lower), argmax
     retired = -np.inf  # largest upper bound among boxes retired (resolved to the target)
     ub_all = np.full(len(lo), np.inf)  # parents' bounds (for the processing order)
-    evaluated, rounds, status = 0, 0, "target"
+    evaluated, rounds, status, polished = 0, 0, "target", 0
     while len(lo):
         rounds += 1
         if time.perf_counter() - t0 > seconds:
@@ -284,6 +292,11 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
         i = int(np.argmax(vals))
         if vals[i] > best:
             best, best_x = float(vals[i]), (0.5 * (clo[i] + chi[i])).copy()
+            if polish is not None and polished < 5:  # a few polishes: the value settles fast
+                polished += 1
+                pv, px = polish(best_x)
+                if pv > best:
+                    best, best_x = float(pv), np.asarray(px, dtype=float)
         with np.errstate(all="ignore"):
             got = upper_fn(clo, chi, best * target)
         ub, score = (got if isinstance(got, tuple) else (got, None))

@@ -95,11 +95,29 @@ def witness_bound(ctx, name: str, key: str, m, proved_upper: float, what: str) -
         ctx.evidence[f"counterexample_{key}"] = m["witness"]
 
 
+#: the branch and bound runs for n ≤ this (its lowered gradient grows fast with n)
+BNB_MAX_N = 6
+
+
 def bnb_upper(s, loss: str) -> float:
-    """The branch-and-bound certified upper bound (inf when the setting allows no boxes)."""
-    if not s.bnb_boxes:
+    """The branch-and-bound certified upper bound; inf (no certificate: the closed forms
+    decide) when the setting allows no boxes, n > BNB_MAX_N, or its cost is over the
+    profile's budget."""
+    from icltheory.core import BUDGETS
+
+    if not s.bnb_boxes or s.n > BNB_MAX_N or bnb_cost(s) > BUDGETS[s.profile][0]:
         return math.inf
     return bnb.certified_upper(loss, s.n, float(s.R), int(s.bnb_boxes)).upper
+
+
+def bnb_derivation_check(ctx, s, loss: str, key: str) -> None:
+    """When the branch and bound ran, its reduction (theory_hessian) must be verified."""
+    if math.isfinite(bnb_upper(s, loss)):
+        d = bnb.theory_hessian.reduced_hessian(loss, s.n).derivation
+        ctx.condition("reduction to the logits verified (branch-and-bound objective)", d.ok,
+                      predicted="all steps verified", measured=d.summary(), judges=(key,),
+                      why="the certified upper bound is sup ψ of this derivation, lowered to "
+                          "interval arithmetic")
 
 
 def best_proved(s, loss: str, terms) -> float:
@@ -110,7 +128,10 @@ def best_proved(s, loss: str, terms) -> float:
 
 
 def bnb_cost(s) -> float:
-    """≈ flop-equivalents of the branch and bound (≈ 3e4 per box at n = 4, growing ~n²)."""
+    """≈ flop-equivalents of the branch and bound (≈ 3e4 per box at n = 4, growing ~n²; 0
+    when it does not run)."""
+    if not s.bnb_boxes or s.n > BNB_MAX_N:
+        return 0.0
     return float(s.bnb_boxes) * 2e3 * max(s.n, 2) ** 2
 
 

@@ -137,6 +137,66 @@ class _Problem:
             ok = (z ** 2).sum(1) <= self.rho ** 2
         return np.where(ok, reduced_value(self.loss, z, v), -np.inf)
 
+    def polish(self, x0, lo, hi):
+        """Nelder–Mead on ψ from x0 within the initial box bounds (the face stays fixed)."""
+        from scipy.optimize import minimize
+
+        free = lo < hi
+        base = np.asarray(x0, dtype=float).copy()
+
+        def neg(y):
+            x = base.copy()
+            x[free] = np.clip(y, lo[free], hi[free])
+            v = self.value(x[None, :])[0]
+            return -v if np.isfinite(v) else 0.0
+
+        r = minimize(neg, base[free], method="Nelder-Mead",
+                     options={"maxiter": 400, "xatol": 1e-9, "fatol": 1e-13})
+        x = base.copy()
+        x[free] = np.clip(r.x, lo[free], hi[free])
+        return float(self.value(x[None, :])[0]), x
+
+    def _monotone(self, lo, hi, xs, grads):
+        """Boxes that cannot contain a maximiser: ψ strictly monotone along a coordinate in
+        which every point of the box can move (inside the domain) in the increasing
+        direction.  (If a maximiser x* lay in such a box, x* + εe_k would be feasible and
+        larger.)  Needs the box strictly inside the norm ball and off the sortedness and face
+        walls in that coordinate."""
+        nz, n = self.nz, self.n
+        zl, zh = lo[:, :nz], hi[:, :nz]
+        if self.loss == "normalized":
+            zl0 = np.concatenate([zl, np.zeros((len(zl), 1))], 1)
+            zh0 = np.concatenate([zh, np.zeros((len(zh), 1))], 1)
+            m = 0.5 * (zl0 + zh0).mean(axis=1, keepdims=True)
+            big = (np.maximum((zl0 - m) ** 2, (zh0 - m) ** 2)).sum(axis=1)
+        else:
+            big = np.maximum(zl ** 2, zh ** 2).sum(axis=1)
+        inside = big < self.rho ** 2 * (1 - 1e-9)
+        gx, gv = grads[:n], grads[n:]
+        drop = np.zeros(len(lo), bool)
+        for j in range(nz):
+            if self.loss == "normalized":
+                dj = None
+                for k in range(n):
+                    t = gx[k] * (xs[k] * ((1.0 if k == j else 0.0) - xs[j]))
+                    dj = t if dj is None else dj + t
+            else:
+                dj = gx[j] * xs[j]
+            up_ok = np.ones(len(lo), bool) if j == 0 else zh[:, j] < zl[:, j - 1]
+            if j + 1 < nz:
+                down_ok = zl[:, j] > zh[:, j + 1]
+            else:
+                down_ok = zl[:, j] > 0 if self.loss == "normalized" else np.ones(len(lo), bool)
+            drop |= inside & (((dj.lo > 0) & up_ok) | ((dj.hi < 0) & down_ok))
+        for k in range(self.nv):
+            c = nz + k
+            if np.all(lo[:, c] == hi[:, c]):
+                continue
+            free = lo[:, c] < hi[:, c]
+            g = gv[k]
+            drop |= free & (((g.lo > 0) & (hi[:, c] < 1.0)) | ((g.hi < 0) & (lo[:, c] > -1.0)))
+        return drop
+
     def upper(self, lo, hi, threshold=np.inf):
         zl, zh = lo[:, :self.nz], hi[:, :self.nz]
         vs = [Interval(lo[:, self.nz + k], hi[:, self.nz + k]) for k in range(self.nv)]
@@ -161,7 +221,15 @@ class _Problem:
             xs = [Interval(E.lo[:, k], E.hi[:, k]) for k in range(self.n)]
         if self.loss == "normalized":  # v_{n−1} = 0 is fixed: a degenerate interval
             vs[-1] = Interval(np.zeros(len(lo)))
-        ub, sc = centred_upper(self.f_int, self.g_int, xs + vs, need=lambda h: h > threshold)
+        info: dict = {}
+        ub, sc = centred_upper(self.f_int, self.g_int, xs + vs, need=lambda h: h > threshold,
+                               out=info)
+        if "sel" in info and np.any(info["sel"]):
+            sel = info["sel"]
+            drop = self._monotone(lo[sel], hi[sel], [Interval(x.lo[sel], x.hi[sel]) for x in xs],
+                                  info["grads"])
+            idx = np.flatnonzero(sel)[drop]
+            ub[idx] = -np.inf
         # split scores back on the box's coordinates: z_j moves every f_k (|∂f_k/∂z_j| ≤ f_k)
         n = self.n
         if self.loss == "normalized":
@@ -189,8 +257,10 @@ def certified_band(loss: str, n: int, d: int, R: float, *, seconds: float = 60.0
     rho = float(R) * float(R)
     pb = _Problem(loss, n, rho)
     lo, hi, scale = pb.initial()
+    glo, ghi = lo.min(axis=0), hi.max(axis=0)
     res = branch_and_bound(pb.upper, pb.value, lo, hi, infeasible_fn=pb.infeasible,
-                           target=target, seconds=seconds, max_boxes=max_boxes, scale=scale)
+                           target=target, seconds=seconds, max_boxes=max_boxes, scale=scale,
+                           polish=lambda x: pb.polish(x, glo, ghi))
     r2 = Interval(np.float64(R)) * Interval(np.float64(R))
     upper = float((r2 * Interval(np.float64(res.upper))).hi)
     arg = None

@@ -16,7 +16,8 @@ import numpy as np
 
 from icltheory.core import Claim, Cost, Plot, PlantedError, Prediction, Series, lazy_module
 
-from ._judging import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bound_tenth, drop_projection,
+from ._judging import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_derivation_check,
+                       bound_tenth, drop_projection,
                        logits_doubled, lower_check, other_loss, search_cost, temperature,
                        upper_check, witness_bound)
 from .settings import CandidateSetting, SoftmaxRegressionSetting, candidate_ball, reference_instance
@@ -249,6 +250,7 @@ class _LipschitzFamily(_SoftmaxClaim):
                 f"{m['evaluated']} examples ({k} random + {m['refinements']} BFGS refinements)")
         witness_bound(ctx, "certified band: explicit witness ≤ constant ≤ branch-and-bound bound",
                        "certified_upper", m, proved, what)
+        bnb_derivation_check(ctx, s, self.loss, "certified_upper")
         ctx.measure("certified_band", [m["witness_lower"], proved])
         if m["witness_lower"] > 0 and math.isfinite(proved):
             ctx.measure("certified_band_ratio", proved / m["witness_lower"])
@@ -413,6 +415,7 @@ class CandidateClaim(_SoftmaxClaim):
         witness_bound(ctx, "the proved bound survives the search", "proved_bound", m, proved, what)
         ctx.measure("worst_ratio", math.exp(m["log_worst_ratio"]))
         ctx.measure("witness_certified_lower", m["witness_lower"])
+        bnb_derivation_check(ctx, s, s.loss, "proved_bound")
         ctx.measure("worst_ratio_over_candidate", m["witness_lower"] / K)
         ctx.measure("certified_band", [m["witness_lower"], proved])
         ctx.evidence["worst_pair"] = m["witness"]

@@ -101,6 +101,9 @@ def _form_verified(loss: str, m: int) -> tuple:
         rhs = normalized_form(fw, v, b)[0]
     else:
         rhs = rescaled_form(list(w), v, b)[0]
+    num = sp.numer(sp.together(lhs - rhs))
+    if sp.expand(num) == 0:
+        return "verified", "exact", "the numerator of together(lhs − rhs) expands to 0"
     return verify_identity(lhs, rhs)
 
 
