@@ -503,3 +503,22 @@ def test_branch_and_bound_certifies_a_candidate_below_the_closed_form():
     assert v.verdict == "holds"
     lo, up = v.measured["certified_band"]
     assert 0.25831 < lo < up < 1.6
+
+
+def test_dual_interval_gradient_encloses_the_derivative():
+    from icltheory.bounds._interval import Interval, dual_gradient, lambdify_interval
+
+    x, y = sp.symbols("x y", positive=True)
+    e = sp.sqrt(x ** 2 + y) / (x + 1) + sp.Abs(x - y) * y ** 3 - 1 / y ** 2
+    f = lambdify_interval([x, y], e)
+    g = dual_gradient(f)
+    exact = [sp.lambdify([x, y], sp.diff(e, s)) for s in (x, y)]
+    rng = np.random.default_rng(0)
+    lo = rng.uniform(0.1, 2, (2, 200))
+    hi = lo + rng.uniform(0, 0.1, (2, 200))
+    G = g(Interval(lo[0], hi[0]), Interval(lo[1], hi[1]))
+    t = rng.random(200)
+    px, py = lo[0] + t * (hi[0] - lo[0]), lo[1] + t * (hi[1] - lo[1])
+    for k in range(2):
+        ex = np.array([exact[k](a, b) for a, b in zip(px, py)])
+        assert np.all(G[k].lo <= ex) and np.all(ex <= G[k].hi)

@@ -135,6 +135,13 @@ def bnb_cost(s) -> float:
     return float(s.bnb_boxes) * 2e3 * max(s.n, 2) ** 2
 
 
+def witness_cost(s) -> float:
+    """≈ flop-equivalents of the explicit-witness maximisation (BFGS with finite differences
+    on the numeric logit Hessian: ~3n evaluations per iteration, each ~5e4)."""
+    n = max(s.n, 2)
+    return float(s.witness_starts) * max(40, 1600 // n) * (3 * n + 1) * (5e4 + 40 * n ** 3)
+
+
 def search_cost(n: int, d: int, samples: int, refine: int, maxiter: int, what: str) -> Cost:
     dim = 2 * n * d + 1 + 2 * d * d + n * n
     per = 40.0 * (n * n * d + n * d * d + d ** 3) + 10.0 * n ** 3

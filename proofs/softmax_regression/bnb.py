@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from icltheory.bounds._interval import (Interval, branch_and_bound, centred_upper, exp_interval,
-                                        lambdify_interval)
+from icltheory.bounds._interval import (Interval, branch_and_bound, centred_upper, dual_gradient,
+                                        exp_interval, lambdify_interval)
 from icltheory.core import cached
 
 from . import theory_hessian
@@ -53,9 +53,8 @@ class Band:
 def _lowered(loss: str, n: int):
     rh = theory_hessian.reduced_hessian(loss, n)
     args = list(rh.x) + list(rh.v)
-    grad = tuple(sp.diff(rh.psi, s) for s in args)
-    return (rh, lambdify_interval(args, rh.psi), sp.lambdify(args, rh.psi, "numpy"),
-            lambdify_interval(args, sp.Tuple(*grad)))
+    value = lambdify_interval(args, rh.psi)
+    return rh, value, sp.lambdify(args, rh.psi, "numpy"), dual_gradient(value)
 
 
 def reduced_value(loss: str, z: np.ndarray, v: np.ndarray) -> np.ndarray:

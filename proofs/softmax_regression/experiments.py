@@ -379,7 +379,7 @@ def _unit(x):
 
 
 def witness_pair(loss: str, n: int, d: int, R: float, rng: np.random.Generator, *,
-                 starts: int = 12, maxiter: int = 400, eps: float = 1e-6):
+                 starts: int = 12, maxiter: int | None = None, eps: float = 1e-6):
     """An explicit pair inside the assumptions whose gradient-difference ratio is close to the
     supremum: maximise |vᵀJ(z, b)v| over logits ‖z‖ ≤ R², unit v and ‖b‖ ≤ 1 (numeric model,
     BFGS from random starts), then build one block that realises it (A1 = √a e₀e₀ᵀ,
@@ -389,6 +389,7 @@ def witness_pair(loss: str, n: int, d: int, R: float, rng: np.random.Generator, 
 
     if n < 2:
         return None
+    maxiter = maxiter or max(40, 1600 // n)  # each iteration costs ~3n model evaluations
     rho = R * R
 
     def unpack(t):
