@@ -140,16 +140,21 @@ class DataMoveClaim(_ShiftClaim):
         return theory.theory().derivation
 
     def _k(self, s) -> int:
-        return max(8, min(s.samples, 2000))
+        return max(8, min(s.samples, 1000))
+
+    def _iters(self, s) -> int:
+        """The search runs over two instances (twice the dimension): a third of the
+        iterations keeps its cost near the weight-move search's."""
+        return max(5, s.maxiter // 3)
 
     def estimate(self, s):
-        c = search_cost(s.n, s.d, self._k(s), s.refine, s.maxiter, "data-move search")
+        c = search_cost(s.n, s.d, self._k(s), s.refine, self._iters(s), "data-move search")
         return Cost(work=c.work * 2 + self._k(s) * (s.n * s.d) ** 3, memory=c.memory * 2,
                     what=c.what)
 
     def measure(self, s, run):
         return experiments.measure_data_move(s.n, s.d, s.R, samples=self._k(s), refine=s.refine,
-                                             maxiter=s.maxiter, rng=run.rng(5))
+                                             maxiter=self._iters(s), rng=run.rng(5))
 
     def judge(self, s, predicted, m, ctx):
         k = m["samples"]
