@@ -1,12 +1,15 @@
-"""Timings of the softmax-regression checks (issue 4) on this machine.
+"""Timings of the softmax-regression checks on this machine.
 
 Prints
-* certified (arb) evaluations of the gradient-difference ratio per second at n=4, d=3 (target
-  ≥ 100/s), for both losses, and the float64 batched rate for comparison;
-* the SymPy structured gradient derivation (the collapse Σ_j A_jᵀg_j = vec(A1ᵀPA2), exact) for
-  d = 2..6 (target < 5 s);
-* brute-force verification (explicit diff of L(X), exact comparison) at d = 3 (target < 30 s);
-* the wall time of each claim's full default check (standard profile).
+* certified (arb) evaluations of the gradient-difference ratio per second at n=4, d=3, for
+  both losses, and the float64 batched rate for comparison;
+* the search's local optimiser: ``scipy.optimize.minimize`` with BFGS (used) against
+  L-BFGS-B on the same refinement (L-BFGS-B's Fortran core calls multithreaded BLAS on tiny
+  vectors: slow on a loaded machine);
+* the SymPy structured gradient derivation (exact collapse) for d = 2..5;
+* the certified band [lower, upper] of the gradient's Lipschitz constant and its time per
+  (loss, n, d, R) (``--band``; branch and bound, see ``proofs/softmax_regression/bnb.py``);
+* the wall time of each claim's default check (standard profile).
 """
 
 from __future__ import annotations
@@ -20,40 +23,87 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import best_of, check_claim  # noqa: E402
 
-from icltheory.models import _softmax_regression as sr  # noqa: E402
-from icltheory.symbolic import _softmax as sym  # noqa: E402
+from proofs.softmax_regression import model as sr  # noqa: E402
+from proofs.softmax_regression import theory_symbolic as sym  # noqa: E402
 
-n, d, K = 4, 3, 300
-pts = sr.Assumptions(n, d, 2.0).sample(np.random.default_rng(0), K)
-print(f"certified ratio evaluations (arb, 53-bit balls) at n={n}, d={d}, R=2:")
-for loss in sr.LOSSES:
-    def run():
-        return [sr.gradient_ratio_arb(pts.A1[i], pts.A2[i], pts.B[i], pts.X[i], pts.Y[i], loss)
-                for i in range(K)]
-    t, balls = best_of(run, repeat=2)
-    worst_rad = max(float(b.rad()) / float(b.mid()) for b in balls if float(b.mid()) > 0)
-    print(f"  {loss:<10} {K / t:9.0f} pairs/s   (worst relative radius {worst_rad:.1e})")
-big = sr.Assumptions(n, d, 2.0).sample(np.random.default_rng(1), 20000)
-t, _ = best_of(lambda: sr.log_gradient_ratio(big.A1, big.A2, big.B, big.X, big.Y, "normalized"))
-print(f"  float64 batched (normalized): {20000 / t:9.0f} pairs/s")
-t, _ = best_of(lambda: sr.log_gradient_ratio_stable(big.A1, big.A2, big.B, big.X, big.Y, "normalized"))
-print(f"  float64 batched, cancellation-free differences (normalized): {20000 / t:9.0f} pairs/s")
 
-print("SymPy structured gradient derivation (exact collapse, both losses):")
-for dd in (2, 3, 4, 5, 6):
-    t0 = time.perf_counter()
-    si = sym.instance(n, dd)
-    ok = all(sym.is_zero_matrix(sym.structured_collapse_residual(si, loss)) for loss in sr.LOSSES)
-    print(f"  n={n}, d={dd}: {time.perf_counter() - t0:6.2f} s  verified={ok}")
-
-print("brute-force verification (explicit diff of L(X), exact rational comparison):")
-for nn in (2, 3, 4):
+def arb_rates(n=4, d=3, K=200):
+    pts = sr.Assumptions(n, d, 2.0).sample(np.random.default_rng(0), K)
+    print(f"certified ratio evaluations (arb) at n={n}, d={d}, R=2:")
     for loss in sr.LOSSES:
-        r = sym.brute_force_gradient_check(nn, 3, loss)
-        print(f"  n={nn}, d=3, {loss:<10}: {r['seconds']:6.2f} s  ops={r['ops']:6d}  ok={r['ok']}")
+        def run():
+            return [sr.gradient_ratio_arb(pts.A1[i], pts.A2[i], pts.B[i], pts.X[i], pts.Y[i], loss)
+                    for i in range(K)]
+        t, _ = best_of(run, repeat=2)
+        print(f"  {loss:<10} {K / t:9.0f} pairs/s")
+    big = sr.Assumptions(n, d, 2.0).sample(np.random.default_rng(1), 20000)
+    t, _ = best_of(lambda: sr.log_gradient_ratio(big.A1, big.A2, big.B, big.X, big.Y, "normalized"))
+    print(f"  float64 batched (normalized): {20000 / t:9.0f} pairs/s")
 
-print(f"{'claim (standard profile, defaults)':<34} {'verdict':<13} {'seconds':>8}")
-for cid in ("softmaxreg.vectorization", "softmaxreg.gradient", "softmaxreg.lipschitz",
-            "softmaxreg.rescaled-lipschitz", "softmaxreg.candidate", "softmaxreg.icl-shift"):
-    t, v = best_of(lambda: check_claim(cid), repeat=1)
-    print(f"{cid:<34} {v.verdict:<13} {t:8.2f}")
+
+def optimiser(n=4, d=3):
+    from scipy.optimize import minimize
+
+    box = sr.Assumptions(n, d, 1.0)
+    start = box.encode(box.sample(np.random.default_rng(2), 1))[0]
+    eye = np.eye(box.dim) * 1e-7
+
+    def fg(th):
+        st = np.concatenate([th[None, :], th + eye])
+        p = box.decode(st)
+        v = sr.log_gradient_ratio(p.A1, p.A2, p.B, p.X, p.Y, "normalized")
+        if not np.all(np.isfinite(v)):
+            return 1e300, np.zeros(box.dim)
+        return -float(v[0]), -(v[1:] - v[0]) / 1e-7
+
+    print(f"one search refinement (n={n}, d={d}, dim {box.dim}, 150 iterations at most):")
+    for method in ("BFGS", "L-BFGS-B"):
+        t0 = time.process_time()
+        r = minimize(fg, start, jac=True, method=method, options={"maxiter": 150})
+        print(f"  {method:<9} {time.process_time() - t0:6.2f} s CPU  ratio {np.exp(-r.fun):.5f}"
+              f"  iterations {r.nit}")
+
+
+def derivations():
+    print("SymPy structured gradient derivation (exact collapse, both losses):")
+    for dd in (2, 3, 4, 5):
+        t0 = time.perf_counter()
+        si = sym.instance(4, dd)
+        ok = all(sym.is_zero_matrix(sym.structured_collapse_residual(si, loss)) for loss in sr.LOSSES)
+        print(f"  n=4, d={dd}: {time.perf_counter() - t0:6.2f} s  verified={ok}")
+
+
+def bands():
+    from proofs.softmax_regression import bnb, experiments
+
+    print("certified band of the gradient's Lipschitz constant: lower = an explicit pair's ratio "
+          "(arb), upper = branch and bound (60 s cap, target upper ≤ 1.10 × best value found)")
+    print(f"{'loss':<11} {'n':>2} {'d':>2} {'R':>4} {'lower':>12} {'upper':>12} {'ratio':>7} "
+          f"{'s':>6}  status")
+    for loss in ("normalized", "rescaled"):
+        for n, d, R in [(2, 2, 1.0), (3, 2, 1.0), (4, 3, 1.0), (4, 3, 2.0), (6, 4, 1.0)]:
+            bnb._lowered(loss, n)  # derive and lower once (not timed)
+            t0 = time.perf_counter()
+            band = bnb.certified_band(loss, n, d, R, seconds=60.0, target=1.10)
+            dt = time.perf_counter() - t0
+            w = experiments.witness_pair(loss, n, d, R, np.random.default_rng(0), starts=6)
+            lower = w["witness_lower"]
+            print(f"{loss:<11} {n:>2} {d:>2} {R:>4g} {lower:12.7g} {band.upper:12.7g} "
+                  f"{band.upper / lower if lower > 0 else float('inf'):7.4f} {dt:6.1f}"
+                  f"  {band.status}", flush=True)
+
+
+def claims():
+    print(f"{'claim (standard profile, defaults)':<34} {'verdict':<13} {'seconds':>8}")
+    for cid in ("softmaxreg.vectorization", "softmaxreg.gradient", "softmaxreg.lipschitz",
+                "softmaxreg.rescaled-lipschitz", "softmaxreg.candidate", "softmaxreg.icl-shift"):
+        t, v = best_of(lambda: check_claim(cid), repeat=1)
+        print(f"{cid:<34} {v.verdict:<13} {t:8.2f}")
+
+
+if __name__ == "__main__":
+    parts = sys.argv[1:] or ["--arb", "--optimiser", "--derivations", "--claims"]
+    for flag, fn in (("--arb", arb_rates), ("--optimiser", optimiser),
+                     ("--derivations", derivations), ("--band", bands), ("--claims", claims)):
+        if flag in parts:
+            fn()

@@ -1,13 +1,23 @@
-"""Rigorous bounds: arb ball arithmetic (python-flint) and certification helpers."""
+"""Rigorous bounds: arb ball arithmetic (python-flint), a bounded expression language,
+counterexample search, certification helpers and branch and bound.
 
-from ._arb import CERTIFIED as CERTIFIED
-from ._arb import REFUTED as REFUTED
-from ._arb import UNDECIDED as UNDECIDED
-from ._arb import arb_eval as arb_eval
-from ._arb import certify_le as certify_le
-from ._arb import to_arb as to_arb
-from ._search import Certificate as Certificate
-from ._search import certify_le_at as certify_le_at
-from ._search import lbfgs_minimize as lbfgs_minimize
-from ._search import maximize_log as maximize_log
-from ._search import spectral_norm_upper as spectral_norm_upper
+Names are loaded on first use (PEP 562), so that parsing an expression does not import SymPy.
+"""
+
+from importlib import import_module
+
+_WHERE = {
+    "CERTIFIED": "_arb", "REFUTED": "_arb", "UNDECIDED": "_arb", "arb_eval": "_arb",
+    "certify_le": "_arb", "to_arb": "_arb",
+    "Expression": "_expr", "ExpressionError": "_expr", "parse_expression": "_expr",
+    "Certificate": "_search", "SearchResult": "_search", "certify_le_at": "_search",
+    "maximize_log": "_search", "spectral_norm_upper": "_search",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

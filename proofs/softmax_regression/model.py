@@ -34,12 +34,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit, logsumexp
+from scipy.special import expit, logit, logsumexp, softmax
 
 __all__ = [
     "LOSSES",
     "logits",
     "row_softmax",
+    "kron_design",
     "normalized_loss",
     "rescaled_loss",
     "normalized_gradient",
@@ -47,6 +48,11 @@ __all__ = [
     "rescaled_gradient_scaled",
     "log_gradient_ratio",
     "log_norm",
+    "finite_diff_log",
+    "softmax_differences",
+    "logit_differences",
+    "normalized_P_difference",
+    "log_gradient_ratio_stable",
     "block_hessians",
     "hessian",
     "log_hessian_norm",
@@ -79,10 +85,16 @@ def logits(A1: np.ndarray, A2: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def row_softmax(M: np.ndarray) -> np.ndarray:
-    """Row softmax $D^{-1}\\exp(M)$, computed stably (max subtracted per row)."""
-    Z = M - M.max(axis=-1, keepdims=True)
-    E = np.exp(Z)
-    return E / E.sum(axis=-1, keepdims=True)
+    """Row softmax $D^{-1}\\exp(M)$ (``scipy.special.softmax``: the library's, not the
+    theory's)."""
+    return softmax(M, axis=-1)
+
+
+def kron_design(A1: np.ndarray, A2: np.ndarray) -> np.ndarray:
+    """$A=A_1\\otimes A_2$ batched: row $(j,k)$, column $(p,q)$ is $A_1[j,p]A_2[k,q]$."""
+    K = A1[..., :, None, :, None] * A2[..., None, :, None, :]
+    sh = K.shape
+    return K.reshape(*sh[:-4], sh[-4] * sh[-3], sh[-2] * sh[-1])
 
 
 def normalized_loss(A1, A2, B, X) -> np.ndarray:
@@ -138,10 +150,7 @@ def log_norm(a: np.ndarray, axes=(-2, -1)) -> np.ndarray:
             np.squeeze(big, axis=axes) > 0, 0.0, -np.inf)
 
 
-_log_norm = log_norm
-
-
-def _finite_diff_log(log_num, log_den):
+def finite_diff_log(log_num, log_den):
     """log_num − log_den, and −inf where the pair coincides (log_den = −inf: no information)."""
     with np.errstate(invalid="ignore"):
         out = log_num - log_den
@@ -153,15 +162,15 @@ def log_gradient_ratio(A1, A2, B, X, Y, loss: str) -> np.ndarray:
 
     For the rescaled loss both gradients are scaled by $e^{-2m}$ with $m$ the largest logit of
     the pair, and $2m$ is added back in log space."""
-    lx = _log_norm(X - Y)
+    lx = log_norm(X - Y)
     if loss == "normalized":
         dg = normalized_gradient(A1, A2, B, X) - normalized_gradient(A1, A2, B, Y)
-        return _finite_diff_log(_log_norm(dg), lx)
+        return finite_diff_log(log_norm(dg), lx)
     if loss == "rescaled":
         Mx, My = logits(A1, A2, X), logits(A1, A2, Y)
         m = np.maximum(Mx.max(axis=(-2, -1)), My.max(axis=(-2, -1)))
         dg = rescaled_gradient_scaled(A1, A2, B, X, m) - rescaled_gradient_scaled(A1, A2, B, Y, m)
-        return _finite_diff_log(2.0 * m + _log_norm(dg), lx)
+        return finite_diff_log(2.0 * m + log_norm(dg), lx)
     raise ValueError(f"unknown loss {loss!r}")
 
 
@@ -206,11 +215,9 @@ def hessian(A1, A2, B, X, loss: str, shift=0.0) -> np.ndarray:
     """The $d^2\\times d^2$ Hessian in row-major $x$: $\\sum_jA_j^\\top J_jA_j$ with
     $A_j=A_1[j,:]\\otimes A_2$ (rescaled: times $e^{-2m}$)."""
     J = block_hessians(A1, A2, B, X, loss, shift)
-    # K[..., j, k, p, q] = A1[j, p] A2[k, q]  (row (j,k) of A1⊗A2, column (p,q))
-    K = A1[..., :, None, :, None] * A2[..., None, :, None, :]
-    sh = K.shape
-    d2 = sh[-2] * sh[-1]
-    K = K.reshape(*sh[:-2], d2)  # (..., n, n, d²)
+    K = kron_design(A1, A2)  # (..., n², d²): row (j,k) of A1⊗A2
+    n = A1.shape[-2]
+    K = K.reshape(*K.shape[:-2], n, n, K.shape[-1])  # (..., n, n, d²)
     return np.einsum("...jkp,...jkl,...jlq->...pq", K, J, K)
 
 
@@ -244,8 +251,12 @@ def softmax_differences(A1, A2, X, Y):
     $R\lesssim10^{-5}$, where a near pair's differences are ~1e-20; these forms are accurate
     relative to the size of $\Delta M$.  Rows with $\max|\Delta M|>1$ (no cancellation to fear,
     but ``expm1`` could overflow) use the direct differences.  ``dlse`` has shape (..., n, 1)."""
-    Mx, My = logits(A1, A2, X), logits(A1, A2, Y)
-    dM = logits(A1, A2, X - Y)
+    return logit_differences(logits(A1, A2, X), logits(A1, A2, Y), logits(A1, A2, X - Y))
+
+
+def logit_differences(Mx, My, dM):
+    """:func:`softmax_differences` from the logits at both points and their difference ``dM``
+    (formed without cancellation by the caller)."""
     m = np.maximum(Mx.max(axis=(-2, -1)), My.max(axis=(-2, -1)))[..., None, None]
     Fx, Fy = row_softmax(Mx), row_softmax(My)
     Ux, Uy = np.exp(Mx - m), np.exp(My - m)
@@ -282,11 +293,11 @@ def log_gradient_ratio_stable(A1, A2, B, X, Y, loss: str) -> np.ndarray:
     Rescaled (rows scaled by $e^{-m}$): $\Delta P_r=\Delta U\circ r_x+U_y\circ\Delta r-\Delta U\,t_x
     -U_y\Delta t$ with $r=U-\alpha B$, $\Delta r=\Delta U-\Delta\alpha B$, $t=\langle B,r\rangle$."""
     _, dF, Uy, dU = softmax_differences(A1, A2, X, Y)
-    lx = _log_norm(X - Y)
+    lx = log_norm(X - Y)
     Mx = logits(A1, A2, X)
     if loss == "normalized":
         dP = normalized_P_difference(row_softmax(Mx), dF, B)
-        return _finite_diff_log(_log_norm(_T(A1) @ dP @ A2), lx)
+        return finite_diff_log(log_norm(_T(A1) @ dP @ A2), lx)
     if loss == "rescaled":
         m = np.maximum(Mx.max(axis=(-2, -1)), logits(A1, A2, Y).max(axis=(-2, -1)))
         Ux = Uy + dU
@@ -295,7 +306,7 @@ def log_gradient_ratio_stable(A1, A2, B, X, Y, loss: str) -> np.ndarray:
         tx = np.sum(B * rx, axis=-1, keepdims=True)
         dt = np.sum(B * dr, axis=-1, keepdims=True)
         dP = dU * rx + Uy * dr - dU * tx - Uy * dt
-        return _finite_diff_log(2.0 * m + _log_norm(_T(A1) @ dP @ A2), lx)
+        return finite_diff_log(2.0 * m + log_norm(_T(A1) @ dP @ A2), lx)
     raise ValueError(f"unknown loss {loss!r}")
 
 
@@ -511,10 +522,10 @@ def gradient_ratio_arb(A1, A2, B, X, Y, loss: str):
     for i in range(Xa.nrows()):
         for j in range(Xa.ncols()):
             den += (Xa[i, j] - Ya[i, j]) * (Xa[i, j] - Ya[i, j])
-    return _sqrt_nonneg(num / den)
+    return sqrt_nonneg(num / den)
 
 
-def _sqrt_nonneg(x):
+def sqrt_nonneg(x):
     """sqrt of a ball known to enclose a non-negative quantity (clip the negative part)."""
     import flint
 
@@ -558,7 +569,7 @@ def shift_ratio_arb(A1, A2, X, Y):
     for i in range(Xa.nrows()):
         for j in range(Xa.ncols()):
             den += (Xa[i, j] - Ya[i, j]) * (Xa[i, j] - Ya[i, j])
-    return _sqrt_nonneg(num / den)
+    return sqrt_nonneg(num / den)
 
 
 def contains_arb(point: Pairs, R: float) -> bool:
@@ -567,7 +578,7 @@ def contains_arb(point: Pairs, R: float) -> bool:
     $\\lVert A_1\\rVert_2\\lVert A_2\\rVert_2$ at most $R$."""
     import flint
 
-    from ..bounds._search import spectral_norm_upper
+    from icltheory.bounds import spectral_norm_upper
 
     old = flint.ctx.prec
     try:

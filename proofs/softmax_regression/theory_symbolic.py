@@ -1,4 +1,4 @@
-r"""SymPy derivations for softmax regression in the tensor-trick form.
+r"""SymPy helpers of the softmax-regression theory (tensor trick, gradients, Hessians).
 
 Two routes to $\nabla_xL$, $x=\operatorname{vec}_{\rm row}(X)$, $A=A_1\otimes A_2$:
 
@@ -102,17 +102,17 @@ def is_zero_matrix(M: sp.MatrixBase) -> bool:
 def normalized_P(F: sp.MatrixBase, B: sp.MatrixBase) -> sp.Matrix:
     """Row $j$: $f_j\\circ c_j-f_j\\langle f_j,c_j\\rangle$, $c=f-b$."""
     C = F - B
-    n = F.rows
-    return sp.Matrix(n, n, lambda j, k: F[j, k] * C[j, k]
+    rows, n = F.rows, F.cols
+    return sp.Matrix(rows, n, lambda j, k: F[j, k] * C[j, k]
                      - F[j, k] * sum(F[j, l] * C[j, l] for l in range(n)))
 
 
 def rescaled_P(U: sp.MatrixBase, B: sp.MatrixBase) -> sp.Matrix:
     """Row $j$: $u_j\\circ r_j-u_j\\langle b_j,r_j\\rangle$, $r_j=u_j-\\alpha_jb_j$."""
-    n = U.rows
-    alpha = [sum(U[j, :]) for j in range(n)]
-    Rr = sp.Matrix(n, n, lambda j, k: U[j, k] - alpha[j] * B[j, k])
-    return sp.Matrix(n, n, lambda j, k: U[j, k] * Rr[j, k]
+    rows, n = U.rows, U.cols
+    alpha = [sum(U[j, :]) for j in range(rows)]
+    Rr = sp.Matrix(rows, n, lambda j, k: U[j, k] - alpha[j] * B[j, k])
+    return sp.Matrix(rows, n, lambda j, k: U[j, k] * Rr[j, k]
                      - U[j, k] * sum(B[j, l] * Rr[j, l] for l in range(n)))
 
 
