@@ -74,7 +74,7 @@ class Expression:
 
         if _count(self.tree) > max_nodes:
             return None
-        vals = {k: (sp.Integer(v) if isinstance(v, int) else sp.Rational(float(v)))
+        vals = {k: (sp.Integer(v) if isinstance(v, int) else sp.Rational(float(v)))  # type: ignore[arg-type]
                 for k, v in (values or {}).items()}
         try:
             return _sym(self.tree, vals, max_power)
@@ -131,7 +131,7 @@ def parse_expression(text: str, names: tuple[str, ...]) -> Expression:
                 break
             raise ExpressionError(f"unexpected character {rest[0]!r}")
         pos = m.end()
-        kind = m.lastgroup
+        kind = m.lastgroup or ""
         tokens.append((kind, m.group(kind)))
     p = _Parser(tokens, set(names))
     tree = p.expr(0)

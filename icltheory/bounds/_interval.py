@@ -20,7 +20,6 @@ The certified upper bound is the largest upper bound among the remaining boxes.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Callable

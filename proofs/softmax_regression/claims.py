@@ -10,9 +10,7 @@ of the claim's own derivation → ``holds``; in between → undecided.
 from __future__ import annotations
 
 import math
-from typing import Any
 
-import numpy as np
 
 from icltheory.core import Claim, Cost, Plot, PlantedError, Prediction, Series, lazy_module
 
