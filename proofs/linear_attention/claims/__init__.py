@@ -1,0 +1,18 @@
+"""The linear-attention claims: each states "run this experiment, judge it against that
+prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mod:`..theory`).
+
+* :mod:`.merged`    — ATTN_M: equivalence, fixed points, the logistic σ(t);
+* :mod:`.structure` — ATTN_S: equivalence, the 2^D fixed points;
+* :mod:`.dynamics`  — ATTN_S: saddle-to-saddle (Fig. 3), rank-R heads (Fig. 4);
+* :mod:`.scalar`    — the one-head plateau ODE, the initialisation-scale laws;
+* :mod:`.softmax`   — softmax attention (qualitative).
+"""
+
+from .dynamics import RankPlateaus, SaddleToSaddle
+from .merged import MergedEquivalence, MergedFixedPoints, MergedSigmoid
+from .scalar import InitScale, ScalarOde
+from .softmax import SoftmaxDrops
+from .structure import SeparateEquivalence, SeparateFixedPoints
+
+CLAIMS = (MergedEquivalence(), MergedFixedPoints(), MergedSigmoid(), SeparateEquivalence(),
+          SeparateFixedPoints(), SaddleToSaddle(), ScalarOde(), RankPlateaus(), InitScale(), SoftmaxDrops())
