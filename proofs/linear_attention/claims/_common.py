@@ -96,7 +96,7 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
 
 
 def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops,
-                 *, allowed=None) -> None:
+                 *, allowed=None, cut_at: float | None = None) -> None:
     """Judge the saddles a run visited (plateaus at L(M_m), key ``plateau_losses``).
 
     A visit is attributable when the trajectory came within half the smallest drop of its
@@ -105,7 +105,9 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
     (experiment's moments) must equal L(M_|S|) to float64 rounding.  The sizes |S| must not
     decrease along the run and, with ``allowed``, lie in it — or within the plateau detector's
     resolution (its min_drop, 3% of the loss range) of a level that does: a plateau the
-    detector could not tell apart from an allowed one is not a *clear* plateau elsewhere."""
+    detector could not tell apart from an allowed one is not a *clear* plateau elsewhere.
+    ``cut_at``: the time a run was cut by its step budget before it finished — a flat stretch
+    reaching it may be the unfinished run, not a plateau, and is not held to ``allowed``."""
     lam = np.asarray(lam, float)
     gap = 0.5 * float(np.min(drops))
     scale = float(np.sum(lam))
@@ -121,7 +123,9 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
     sizes = [len(v.learned) for v in near]
     lv = np.asarray(predicted_levels, float)
     res = 0.03 * abs(float(lv[0] - lv[-1]))
-    ok_m = None if allowed is None else [any(abs(lv[m] - lv[a]) <= res for a in allowed) for m in sizes]
+    ok_m = None if allowed is None else [
+        any(abs(lv[len(v.learned)] - lv[a]) <= res for a in allowed) or (cut_at is not None and v.end >= cut_at)
+        for v in near]
     for v in near:
         m = len(v.learned)
         if not same_eigenvalues(lam, v.learned, po[:m]):

@@ -72,7 +72,7 @@ def read_run(run: Run, lam, N: int) -> RunReading:
                        if np.isfinite(tk[i])])
         y = run.loss[k, keep]
         row = []
-        for p in detect_plateaus(t, y, log_time=True):
+        for p in (detect_plateaus(t, y, log_time=True) if t.size >= 5 else []):
             i = slowest_point(t, y, p, log_time=True)
             i = int(np.argmin(np.abs(t - 0.5 * (p.start + p.end)))) if i is None else i
             S = tuple(int(d) for d in np.flatnonzero(frac[k, keep][i] >= 0.5))

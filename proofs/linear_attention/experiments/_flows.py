@@ -85,7 +85,7 @@ def balanced_fixed_point(lam, N: int, direction: int = 0) -> float:
     from scipy.optimize import brentq
 
     rate = balanced_rate(lam, N, direction)
-    lo, hi = 1e-300, 1.0
+    lo, hi = 1e-100, 1.0
     f = lambda v: rate(v) / (v * v)  # noqa: E731 - same sign as the rate, O(1) near 0
     for _ in range(2100):
         if f(hi) < 0:
