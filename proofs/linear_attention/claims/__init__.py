@@ -1,18 +1,20 @@
 """The linear-attention claims: each states "run this experiment, judge it against that
 prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mod:`..theory`).
 
-* :mod:`.merged`    — ATTN_M: equivalence, fixed points, the logistic σ(t);
-* :mod:`.structure` — ATTN_S: equivalence, the 2^D fixed points;
+* :mod:`.equivalence` — the reductions of ATTN_M and ATTN_S (exact identities);
+* :mod:`.merged`    — ATTN_M: fixed points, the logistic σ(t);
+* :mod:`.structure` — ATTN_S: the 2^D fixed points;
 * :mod:`.dynamics`  — ATTN_S: saddle-to-saddle (Fig. 3), rank-R heads (Fig. 4);
 * :mod:`.scalar`    — the one-head plateau ODE, the initialisation-scale laws;
 * :mod:`.softmax`   — softmax attention (qualitative).
 """
 
 from .dynamics import RankPlateaus, SaddleToSaddle
-from .merged import MergedEquivalence, MergedFixedPoints, MergedSigmoid
+from .equivalence import MergedEquivalence, SeparateEquivalence
+from .merged import MergedFixedPoints, MergedSigmoid
 from .scalar import InitScale, ScalarOde
 from .softmax import SoftmaxDrops
-from .structure import SeparateEquivalence, SeparateFixedPoints
+from .structure import SeparateFixedPoints
 
 CLAIMS = (MergedEquivalence(), MergedFixedPoints(), MergedSigmoid(), SeparateEquivalence(),
           SeparateFixedPoints(), SaddleToSaddle(), ScalarOde(), RankPlateaus(), InitScale(), SoftmaxDrops())

@@ -8,8 +8,7 @@ from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 
 from ..settings import RankSetting, SeparateSetting
 from ._common import ARXIV, judge_order, judge_visits, loss_plot, steps_work
-from .merged import C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1
-from .structure import EIGEN_ORDER_REVERSED
+from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, MOMENTS_N_PLUS_1
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")

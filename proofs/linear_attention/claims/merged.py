@@ -1,4 +1,4 @@
-"""Merged key-query claims (ATTN_M): the reduction, the fixed points, the logistic σ(t)."""
+"""Merged key-query claims (ATTN_M): the fixed points and the logistic σ(t)."""
 
 from __future__ import annotations
 
@@ -10,164 +10,16 @@ from icltheory.backends import get_backend
 from icltheory.core import (Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module,
                             z_critical)
 
-from ..settings import EquivalenceSetting, MergedFixedPointSetting, SigmoidSetting
-from ._common import ARXIV, IDENTITY_WHY, max_rel_error, plot_indices, steps_work
+from ..settings import MergedFixedPointSetting, SigmoidSetting
+from ._common import ARXIV, plot_indices, steps_work
+from ._planted import C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1, contexts_n_plus_1
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")
 
-__all__ = ["MergedEquivalence", "MergedFixedPoints", "MergedSigmoid", "THEORY", "EXPERIMENTS",
-           "equivalence_measure", "equivalence_judge"]
+__all__ = ["MergedFixedPoints", "MergedSigmoid"]
 
-THEORY = "proofs.linear_attention.theory"
-EXPERIMENTS = "proofs.linear_attention.experiments"
 _ALPHA = 1e-3  # family-wise significance of a claim's z-tests
-
-
-def _c_with_n_plus_1(orig):
-    return lambda lam, trace, n: orig(lam, trace, n + 1)
-
-
-def _moments_with_n_plus_1(orig):
-    return lambda lam, N: orig(lam, N + 1)
-
-
-def _contexts_n_plus_1(orig):
-    def contexts(Lam, N, n, rng, chunk):
-        for sl, w, beta in orig(Lam, N, n, rng, chunk):
-            yield sl, w, beta * N / (N + 1)
-
-    return contexts
-
-
-#: planted errors shared by several claims: c with N+1 (theory), β's moments with N+1 (experiment)
-C_N_PLUS_1 = PlantedError("theory", "c_d with N + 1 in place of N (the shared theory helper)",
-                          f"{THEORY}._population:c_coefficient", _c_with_n_plus_1)
-MOMENTS_N_PLUS_1 = PlantedError("measurement", "E[ββᵀ] with N + 1 in place of N (the experiments' moments)",
-                                f"{EXPERIMENTS}._population:beta_second_moment", _moments_with_n_plus_1)
-
-
-# =============================================================================== equivalence
-
-
-def equivalence_measure(s, run, forward) -> dict:
-    """Random tokens and weights: the attention output, the same with the irrelevant entries
-    zeroed, and the reduced network on the *unnormalised* statistic Σ y_n x_n (so that the
-    judge can apply the predicted normalisation).  ``forward(X, WV, R)`` returns (full, zeroed,
-    network_unnormalised, full_decomposition, feature_dim, units, channels)."""
-    rng = run.rng(1)
-    Lam = ex.data.covariance(s.lambdas, ex.data.haar_rotation(s.D, run.rng(0)))
-    out = {k: [] for k in ("full", "zeroed", "network", "decomposition")}
-    shape = None
-    for k in range(s.trials):
-        X, _ = ex.data.sample_sequences(8, s.N, Lam, rng)
-        full, zeroed, net, dec, *shape = forward(X, rng)
-        for key, v in zip(("full", "zeroed", "network", "decomposition"), (full, zeroed, net, dec)):
-            out[key].append(v)
-        run.tick((k + 1) / s.trials, "random tokens and weights")
-    res = {k: np.concatenate(v) for k, v in out.items()}
-    res["shape"] = shape
-    return res
-
-
-def equivalence_judge(ctx, m, predicted, *, name: str, counts: tuple) -> None:
-    """Shared judgement of the two reductions (merged: two-layer, separate: three-layer)."""
-    div = float(predicted["beta_divisor"])
-    zeroed, full = m["zeroed"], m["full"]
-    if not (np.all(np.isfinite(full)) and np.max(np.abs(zeroed)) > 0):
-        ctx.inconclusive("the attention outputs are not finite and non-zero: nothing to compare")
-        return
-    net = m["network"] / div if div != 0 else np.full_like(zeroed, np.inf)
-    ctx.close(f"{name} (irrelevant entries zero) = reduced network on β = Σ y_n x_n / d",
-              predicted=0.0, measured=max_rel_error(zeroed, net), atol=1e-10, judges=("beta_divisor",),
-              why=IDENTITY_WHY)
-    ctx.close(f"full {name} = network + irrelevant terms", predicted=0.0,
-              measured=max_rel_error(full, m["decomposition"]), atol=1e-10, why=IDENTITY_WHY)
-    extra = max_rel_error(full, zeroed)
-    ctx.condition("the zeroed entries matter when random", True if extra > 1e-3 else None,
-                  predicted="> 1e-3 of the output", measured=extra,
-                  why="the reduction is not vacuous: the irrelevant terms it drops are really there")
-    for (key, what), value in zip(counts, m["shape"]):
-        ctx.close(what, key=key, measured=value, atol=0.5, why="integer count of the network built")
-    ctx.measure("max_rel_error", max_rel_error(zeroed, net))
-    ctx.measure("samples", int(zeroed.size))
-
-
-def _merged_forward(s):
-    D, N, H = s.D, s.N, s.H
-
-    def forward(X, rng):
-        WV = rng.standard_normal((H, D + 1, D + 1))
-        WKQ = rng.standard_normal((H, D + 1, D + 1))
-        full = ex.models.attn_merged_predict(X, WV, WKQ)
-        WV0, WKQ0 = WV.copy(), WKQ.copy()
-        WV0[:, D, :D] = 0.0
-        WKQ0[:, D, :D] = 0.0
-        zeroed = ex.models.attn_merged_predict(X, WV0, WKQ0)
-        beta1, xq = ex.data.beta_and_query(X, 1.0)
-        z = (beta1[:, :, None] * xq[:, None, :]).reshape(len(X), -1)  # vec(β x_qᵀ), unnormalised
-        W1, w2 = WKQ[:, :D, :D].reshape(H, -1), WV[:, D, D]
-        net = z @ W1.T @ w2
-        # the general decomposition: the irrelevant terms, computed apart from the forward pass
-        a, b, U = WV[:, D, :D], WKQ[:, D, :D], WKQ[:, :D, :D]
-        beta, _ = ex.data.beta_and_query(X, N)
-        Sxx = np.einsum("pdn,pen->pde", X[:, :D, :], X[:, :D, :])
-        Syy = np.sum(X[:, D, :N] ** 2, axis=1)
-        dec = (np.einsum("pd,hde,pe,h->p", beta, U, xq, w2)
-               + np.einsum("hd,pde,hef,pf->p", a, Sxx, U, xq) / N
-               + np.einsum("hd,pd,he,pe->p", a, beta, b, xq)
-               + np.einsum("h,p,he,pe->p", w2, Syy, b, xq) / N)
-        return full, zeroed, net, dec, z.shape[1], W1.shape[0]
-
-    return forward
-
-
-class MergedEquivalence(Claim):
-    id = "linattn.merged.equivalence"
-    title = "ATTN_M's query prediction is a two-layer linear network on the cubic feature vec(β x_qᵀ)"
-    source = f"{ARXIV}, §3 (reduced predictor of ATTN_M)"
-    provenance = "third-party summary of the paper"
-    statement = (
-        r"\hat y_q=\Big[\sum_{i=1}^H\tfrac1N W^V_iXX^\top W^{KQ}_iX\Big]_{D+1,N+1}"
-        r"=w_2^\top W_1\,z,\quad z=\operatorname{vec}(\beta x_q^\top),\ "
-        r"\beta=\tfrac1N\sum_{n=1}^N y_nx_n,\ (w_2)_i=(W^V_i)_{D+1,D+1},\ "
-        r"(W_1)_{i,:}=\operatorname{vec}\big((W^{KQ}_i)_{1:D,1:D}\big)"
-        r"\quad\text{when the value's }x\!\to\!y\text{ and the key-query's }x\!\to\!y\text{ blocks are }0."
-    )
-    setting_type = EquivalenceSetting
-    predictions = {
-        "beta_divisor": Prediction("the normalisation d of β = Σ_n y_n x_n / d (d = N)",
-                                   wrong=lambda v: [v + 1, 2 * v]),
-        "feature_dim": Prediction("width of the network's input z = vec(β x_qᵀ): D²", kind="count"),
-        "hidden_units": Prediction("hidden units of the two-layer network: one per head (H)", kind="count"),
-    }
-    planted_errors = (
-        PlantedError("theory", "β normalised by N + 1 in the symbolic reduction",
-                     f"{THEORY}._equivalence:context_statistic",
-                     lambda orig: (lambda x, y, n: orig(x, y, n) * n / (n + 1))),
-        PlantedError("measurement", "the naive ATTN_M forward pass divides by N + 1",
-                     f"{EXPERIMENTS}._models:attn_merged_predict",
-                     lambda orig: (lambda X, WV, WKQ: orig(X, WV, WKQ) * (X.shape[2] - 1) / X.shape[2])),
-    )
-
-    def constants(self, s) -> dict:
-        return {"beta_divisor": s.N, "feature_dim": s.D * s.D, "hidden_units": s.H}
-
-    def derive(self, s):
-        p = theory.paper()
-        return p.view("ATTN_M prediction = two-layer network on vec(β x_qᵀ)", p.equivalence.merged)
-
-    def estimate(self, s) -> Cost:
-        F = s.H * 8 * (s.D + 1) ** 2 * (s.N + 1) * 6
-        return Cost(work=s.trials * F, memory=8.0 * 8 * (s.D + 1) ** 2 * (s.N + 1) * 4,
-                    what=f"{s.trials} batches of 8 sequences")
-
-    def measure(self, s, run) -> dict:
-        return equivalence_measure(s, run, _merged_forward(s))
-
-    def judge(self, s, predicted, m, ctx) -> None:
-        equivalence_judge(ctx, m, predicted, name="ATTN_M",
-                          counts=(("feature_dim", "feature dimension D²"), ("hidden_units", "hidden units = heads")))
 
 
 # =============================================================================== fixed points
@@ -197,7 +49,7 @@ class MergedFixedPoints(Claim):
     }
     planted_errors = (C_N_PLUS_1, MOMENTS_N_PLUS_1,
                       PlantedError("measurement", "the Monte Carlo contexts' β divided by N + 1",
-                                   f"{EXPERIMENTS}._data:_contexts", _contexts_n_plus_1))
+                                   f"{EXPERIMENTS}._data:_contexts", contexts_n_plus_1))
 
     def constants(self, s) -> dict:
         p = theory.paper()

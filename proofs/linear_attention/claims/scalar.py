@@ -10,7 +10,7 @@ from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, 
 
 from ..settings import InitScaleSetting, ScalarOdeSetting
 from ._common import ARXIV, plot_indices, steps_work
-from .merged import C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1, THEORY
+from ._planted import C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1, THEORY
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")

@@ -8,7 +8,7 @@ from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, 
 
 from ..settings import SoftmaxSetting
 from ._common import ARXIV, steps_work
-from .merged import EXPERIMENTS, THEORY
+from ._planted import EXPERIMENTS, THEORY
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")

@@ -1,4 +1,4 @@
-"""Separate key/query structure claims (ATTN_S): the reduction and the 2^D fixed points."""
+"""Separate key/query structure (ATTN_S): the 2^D fixed points."""
 
 from __future__ import annotations
 
@@ -9,96 +9,16 @@ import numpy as np
 
 from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 
-from ..settings import FixedPointSetting, StructureSetting
+from ..settings import FixedPointSetting
 from ._common import ARXIV, same_eigenvalues
-from .merged import (C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1, THEORY, equivalence_judge,
-                     equivalence_measure)
+from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, MOMENTS_N_PLUS_1
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")
 
-__all__ = ["SeparateEquivalence", "SeparateFixedPoints", "EIGEN_ORDER_REVERSED"]
+__all__ = ["SeparateFixedPoints"]
 
 _ALPHA = 1e-3
-
-#: the shared theory helper's eigen-order reversed (increasing eigenvalue)
-EIGEN_ORDER_REVERSED = PlantedError("theory", "the eigen-order helper sorts by increasing eigenvalue",
-                                    f"{THEORY}._population:eigen_order",
-                                    lambda orig: (lambda lambdas: orig(lambdas)[::-1]))
-
-
-def _separate_forward(s):
-    D, N, H, R = s.D, s.N, s.H, s.R
-
-    def forward(X, rng):
-        WV = rng.standard_normal((H, D + 1, D + 1))
-        WK = rng.standard_normal((H, R, D + 1))
-        WQ = rng.standard_normal((H, R, D + 1))
-        full = ex.models.attn_separate_predict(X, WV, WK, WQ)
-        WV0, WK0 = WV.copy(), WK.copy()
-        WV0[:, D, :D] = 0.0
-        WK0[:, :, D] = 0.0
-        zeroed = ex.models.attn_separate_predict(X, WV0, WK0, WQ)
-        beta1, xq = ex.data.beta_and_query(X, 1.0)
-        Zm = beta1[:, :, None] * xq[:, None, :]  # mat(z), unnormalised
-        h = np.einsum("pab,hrb->phra", Zm, WQ[:, :, :D])  # layer 1: stride-D conv with q_{i,r}
-        net = np.einsum("phra,hra,h->p", h, WK[:, :, :D], WV[:, D, D])  # key, then value; sum of heads
-        # the decomposition with every term: the full forward pass as a merged model with W^KQ = KᵀQ
-        dec = ex.models.attn_merged_predict(X, WV, np.einsum("hra,hrb->hab", WK, WQ))
-        return full, zeroed, net, dec, h.shape[1], h.shape[2]
-
-    return forward
-
-
-class SeparateEquivalence(Claim):
-    id = "linattn.separate.equivalence"
-    title = "ATTN_S's query prediction is a sum of H three-layer (convolutional) linear networks"
-    source = f"{ARXIV}, §5 (reduced predictor of ATTN_S)"
-    provenance = "third-party summary of the paper"
-    statement = (
-        r"\hat y_q=\Big[\sum_{i=1}^H\tfrac1N W^V_iXX^\top (W^K_i)^\top W^Q_iX\Big]_{D+1,N+1}"
-        r"=\sum_{i=1}^H v_i\sum_{r=1}^R k_{i,r}^\top\big(\operatorname{mat}(z)\,q_{i,r}\big),\ "
-        r"z=\operatorname{vec}(\beta x_q^\top),\ \beta=\tfrac1N\sum_{n=1}^N y_nx_n"
-        r"\quad(\text{query }q_{i,r}\text{ a length-}D\text{ kernel with stride }D,\ "
-        r"\text{then key }k_{i,r},\text{ then value }v_i)"
-        r"\ \text{when the value's }x\!\to\!y\text{ entries and the key's label column are }0."
-    )
-    setting_type = StructureSetting
-    predictions = {
-        "beta_divisor": Prediction("the normalisation d of β = Σ_n y_n x_n / d (d = N)",
-                                   wrong=lambda v: [v + 1, 2 * v]),
-        "networks": Prediction("number of three-layer networks: one per head (H)", kind="count"),
-        "channels_per_network": Prediction("channels (key/query pairs) per network: R", kind="count"),
-    }
-    planted_errors = (
-        PlantedError("theory", "β normalised by N + 1 in the symbolic reduction",
-                     f"{THEORY}._equivalence:context_statistic",
-                     lambda orig: (lambda x, y, n: orig(x, y, n) * n / (n + 1))),
-        PlantedError("measurement", "the experiment's β divided by N + 1",
-                     f"{EXPERIMENTS}._data:beta_and_query",
-                     lambda orig: (lambda X, divisor: orig(X, divisor * X.shape[2] / (X.shape[2] - 1)))),
-    )
-
-    def constants(self, s) -> dict:
-        return {"beta_divisor": s.N, "networks": s.H, "channels_per_network": s.R}
-
-    def derive(self, s):
-        p = theory.paper()
-        return p.view("ATTN_S prediction = three-layer convolutional network", p.equivalence.separate)
-
-    def estimate(self, s) -> Cost:
-        F = s.H * 8 * (s.D + 1) ** 2 * (s.N + 1) * 8
-        return Cost(work=s.trials * F, memory=8.0 * 8 * (s.D + 1) ** 2 * (s.N + 1) * 4,
-                    what=f"{s.trials} batches of 8 sequences")
-
-    def measure(self, s, run) -> dict:
-        return equivalence_measure(s, run, _separate_forward(s))
-
-    def judge(self, s, predicted, m, ctx) -> None:
-        equivalence_judge(ctx, m, predicted, name="ATTN_S",
-                          counts=(("networks", "networks = heads"),
-                                  ("channels_per_network", "channels per network = rank")))
-
 
 class SeparateFixedPoints(Claim):
     id = "linattn.separate.fixed-points"

@@ -18,8 +18,6 @@ term), starting from Gaussian moments by Isserlis' theorem for a symbolic covari
 
 from __future__ import annotations
 
-from itertools import combinations
-
 import sympy as sp
 
 from icltheory.core import Derivation
