@@ -25,9 +25,9 @@ from ._models import MergedHeads
 __all__ = ["merged_flow", "balanced_rate", "balanced_fixed_point", "escape_quadrature", "one_head_flow"]
 
 
-def merged_flow(lam, N: int, params: dict, t_eval: np.ndarray, *, rtol: float = 1e-12):
+def merged_flow(lam, N: int, params: dict, t_eval: np.ndarray, *, rtol: float = 1e-12, tick=None):
     """Integrate τθ̇ = −∂L_{1/2}/∂θ for H merged heads (one seed row); returns (solution,
-    M(t) of shape (T, D, D))."""
+    M(t) of shape (T, D, D)).  ``tick`` (the watchdog) is called every 1000 evaluations."""
     mom = models.population_moments(lam, N)
     H = params["r"].shape[1]
     model = MergedHeads(H)
@@ -42,7 +42,12 @@ def merged_flow(lam, N: int, params: dict, t_eval: np.ndarray, *, rtol: float = 
             k0 += n
         return out
 
-    def rhs(_t, y):
+    calls = [0]
+
+    def rhs(t, y):
+        calls[0] += 1
+        if tick is not None and calls[0] % 1000 == 0:
+            tick(min(t / t_eval[-1], 1.0), "population flow")
         p = unpack(y)
         g = model.pullback(p, mom.grad_half(model.theta(p)), mom)
         return -np.concatenate([g["r"].ravel(), g["U"].ravel()])
