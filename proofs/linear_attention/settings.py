@@ -430,20 +430,23 @@ class SoftmaxSetting(_SeparateBase):
     H: int = Int(5, min=1, max=32, doc="number of heads")
     lambdas: tuple | None = _lambdas(_FIG3, "eigenvalues of Λ, any order (default Fig. 3)", sample=None)
     H_merged: int = Int(8, min=1, max=64, doc="heads of the merged softmax model")
-    P: int | None = Int(None, min=10, max=100_000, by_profile=(80, 300, 300), doc="training sequences")
+    P: int | None = Int(None, min=10, max=100_000, by_profile=(150, 300, 300), doc="training sequences")
+    horizon_factor: float | None = Float(None, min=1e-3, max=1e3, by_profile=(1.0, 1.5, 1.5),
+                                         doc="run for this many × the linear theory's learning time of the "
+                                             "third direction (default steps)")
     w_init: float | None = Float(0.03, min=1e-100, max=1e3, doc="init std of every weight")
     lr: float | None = Float(None, min=1e-300, max=1e300,
                              doc="GD step on L_1/2 (default: 1, capped at the linear-attention stability limit 2/κ)")
     steps: int | None = Int(None, min=1, max=STEPS_MAX,
-                            doc="GD steps (default: 1.5 × the linear theory's learning time of the third "
-                                "direction, so that a second drop has time to show)")
+                            doc="GD steps (default: horizon_factor × the linear theory's learning time of the "
+                                "third direction, so that a second drop has time to show)")
 
     def _resolve(self) -> None:
         super()._resolve()
         if self.lr is None:
             self._set("lr", min(1.0, 2.0 / self.kappa_max()))
         if self.steps is None:
-            self._set("steps", _steps("lr", 1.5 * self.second_drop_time(), self.lr))
+            self._set("steps", _steps("lr", self.horizon_factor * self.second_drop_time(), self.lr))
 
     def second_drop_time(self) -> float:
         """The linear theory's time (τ) to learn the third direction (to u = 0.9 from the init

@@ -3,8 +3,6 @@ and the judgements of a learning order and of the saddles a run visits."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from icltheory.core import Plot, Series
@@ -154,7 +152,3 @@ def loss_plot(title: str, t, loss, levels, labels, caption: str, annotations=(),
     return Plot(title=title, xlabel="t / τ", ylabel="loss (plain MSE)", series=series,
                 hlines=[(float(v), f"L(M_{m})") for m, v in enumerate(levels)],
                 annotations=list(annotations), logx=True, caption=caption)
-
-
-def finite(x) -> bool:
-    return all(math.isfinite(float(v)) for v in np.ravel(x))

@@ -95,20 +95,25 @@ def order_violations(times: np.ndarray, lam) -> list[tuple[int, int]]:
     return out
 
 
-def head_groups(params: dict, row: int, learned) -> list[list[int]]:
-    """For one row: the learned directions grouped by the head that owns them (largest
-    |v_i Σ_r K_ird Q_ird|), heads in order of their first learned direction."""
-    v = params["r"][row, :, -1]
-    K = params["K"][row][..., : params["Q"].shape[-1]]
-    contrib = np.abs(v[:, None] * np.einsum("hrd,hrd->hd", K, params["Q"][row]))
-    groups, seen = [], {}
+def head_groups(run: Run, row: int, times) -> tuple[list[list[int]], list[float]]:
+    """For one row: the learned directions (in learning order) grouped by the head that learned
+    them — the head carrying the largest part of v_i Σ_r K_ird Q_ird at the direction's learning
+    time (later, heads can trade directions along the loss's flat directions) — heads in order
+    of their first direction; and, per learned direction, that head's share of the total."""
+    times = np.asarray(times, float)
+    learned = [int(d) for d in np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable")
+               if np.isfinite(times[d])]
+    groups, seen, shares = [], {}, []
     for d in learned:
-        h = int(np.argmax(contrib[:, d]))
+        i = min(int(np.searchsorted(run.t, times[d])), len(run.t) - 1)
+        contrib = np.abs(run.heads[row, i, :, d])
+        h = int(np.argmax(contrib))
+        shares.append(float(contrib[h] / max(float(contrib.sum()), 1e-300)))
         if h not in seen:
             seen[h] = len(groups)
             groups.append([])
-        groups[seen[h]].append(int(d))
-    return groups
+        groups[seen[h]].append(d)
+    return groups, shares
 
 
 def count_drops(t, y, *, ends_converged: bool) -> int:
@@ -121,13 +126,13 @@ def count_drops(t, y, *, ends_converged: bool) -> int:
     return len(levels) - 1
 
 
-def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, prominence: float = 0.05) -> list[float]:
+def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, valley: float = 0.5) -> list[float]:
     """The loss's descent in log time, split into phases.  The curve is first replaced by its
     running minimum (training progress: a transient spike of GD is not a drop); on a uniform grid
-    of ln t its descent rate −dy/d ln t (moving average over ``smooth`` points) is cut at its
-    minima between peaks of prominence ≥ ``prominence`` × its maximum
-    (``scipy.signal.find_peaks``).  Returns the fraction of the total descent y(t₀) − min y lost
-    in each phase (a drop is a phase with a large fraction)."""
+    of ln t its descent rate −dy/d ln t (moving average over ``smooth`` points) is split at the
+    minima between its peaks, keeping only minima where the rate falls below ``valley`` × the
+    lower of the two neighbouring peaks (a real slowdown between two drops, not a wobble in one
+    broad descent).  Returns the fraction of the total descent y(t₀) − min y lost in each phase."""
     from scipy.signal import find_peaks
 
     u = np.log(np.asarray(t, float))
@@ -135,8 +140,15 @@ def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, prominence: float 
     uu = np.linspace(u[0], u[-1], grid)
     yy = np.interp(uu, u, y)
     rate = np.convolve(-np.gradient(yy, uu), np.ones(smooth) / smooth, mode="same")
-    peaks, _ = find_peaks(rate, prominence=prominence * max(float(rate.max()), 1e-300))
-    cuts = [0] + [int(a + np.argmin(rate[a:b])) for a, b in zip(peaks, peaks[1:])] + [grid - 1]
+    peaks = list(find_peaks(rate)[0])
+    cuts = [0]
+    while len(peaks) > 1:  # merge the pair of neighbouring peaks with the shallowest valley between
+        dips = [(float(rate[a:b].min()) / max(min(rate[a], rate[b]), 1e-300), i) for i, (a, b) in enumerate(zip(peaks, peaks[1:]))]
+        depth, i = min(dips, key=lambda x: -x[0])
+        if depth < valley:
+            break
+        peaks.pop(i if rate[peaks[i]] < rate[peaks[i + 1]] else i + 1)
+    cuts += [int(a + np.argmin(rate[a:b])) for a, b in zip(peaks, peaks[1:])] + [grid - 1]
     span = max(float(yy.max() - yy.min()), 1e-300)
     return [float(yy[a] - yy[b]) / span for a, b in zip(cuts, cuts[1:])]
 

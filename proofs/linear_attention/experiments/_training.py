@@ -87,6 +87,7 @@ class Run:
     lr: float
     steps: int
     train_loss: np.ndarray | None = None
+    heads: np.ndarray | None = None  # (S, T, H, D): each head's v_i Σ_r K_ird Q_ird
 
 
 def _diverged(trace, lr: float) -> None:
@@ -159,7 +160,8 @@ def separate_population_gd(lam, N: int, params: dict, *, lr: float, steps: int, 
         relevant()
 
     def observe() -> dict:
-        return {"loss": pop.population_mse(state["M"], lam, N), "M": state["M"]}
+        per_head = np.einsum("sh,shrd,shrd->shd", v, K.reshape(S, H, R, D), Q.reshape(S, H, R, D))
+        return {"loss": pop.population_mse(state["M"], lam, N), "M": state["M"], "heads": per_head}
 
     def params_now() -> dict:
         return {"r": v[:, :, None].copy(), "K": K.reshape(S, H, R, D).copy(),
@@ -167,7 +169,7 @@ def separate_population_gd(lam, N: int, params: dict, *, lr: float, steps: int, 
 
     def as_run(trace) -> Run:
         return Run(trace.steps * lr, trace["loss"].T, np.swapaxes(trace["M"], 0, 1), params_now(),
-                   lr, int(trace.n_steps))
+                   lr, int(trace.n_steps), heads=np.swapaxes(trace["heads"], 0, 1))
 
     relevant()
     trace = run_gd(step, observe, max_steps=steps, record_every=record_every, per_decade=per_decade,
