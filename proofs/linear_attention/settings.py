@@ -426,11 +426,13 @@ class SoftmaxSetting(_SeparateBase):
 
     seed: int = Int(0, min=0, max=2**63 - 1, doc="seed of every random draw (same seed → same numbers)")
     D: int | None = Int(None, min=1, max=16, doc="input dimension (default 4)")
-    N: int = Int(31, min=1, max=10_000, doc="context length N")
+    N: int = Int(31, min=8, max=10_000, doc="context length N (≥ 8: the claim concerns in-context learning "
+                                            "from real contexts)")
     H: int = Int(5, min=1, max=32, doc="number of heads")
     lambdas: tuple | None = _lambdas(_FIG3, "eigenvalues of Λ, any order (default Fig. 3)", sample=None)
     H_merged: int = Int(8, min=1, max=64, doc="heads of the merged softmax model")
-    P: int | None = Int(None, min=10, max=100_000, by_profile=(150, 300, 300), doc="training sequences")
+    P: int | None = Int(None, min=50, max=100_000, by_profile=(150, 300, 300),
+                        doc="training sequences (≥ 50: fewer are memorised rather than learned)")
     horizon_factor: float | None = Float(None, min=1e-3, max=1e3, by_profile=(1.0, 1.5, 1.5),
                                          doc="run for this many × the linear theory's learning time of the "
                                              "third direction (default steps)")

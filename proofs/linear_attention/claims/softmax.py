@@ -84,6 +84,12 @@ class SoftmaxDrops(Claim):
             ctx.inconclusive(f"only {t.size - 1} recorded points after {s.steps} steps — too short to resolve "
                              f"drops (need ≥ {_MIN_POINTS}; raise steps)")
             return
+        p = theory.paper()
+        u0 = max(s.w_init / p.v_star(l, c) for l, c in zip(s.lambdas, s.c()))
+        if u0 >= 0.25:
+            ctx.inconclusive(f"init not small: w_init = {s.w_init:g} is {u0:.2g} of the learned scale (λc)^(-1/3) of the "
+                             "top direction (≥ 0.25), so there are no plateaus between which to count drops")
+            return
         why = ("descent phases of the training loss's running minimum in log time (peaks of −dL/d ln t, "
                f"scipy.signal.find_peaks); a drop loses ≥ {_DROP:.0%} of the total descent, phases within a "
                "factor 1.5 of that are borderline (then undecided)")
