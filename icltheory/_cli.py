@@ -1,257 +1,150 @@
-"""The ``icltheory`` command line (thin: parse, call the API, print).
+"""The ``icltheory`` command line: one error boundary around thin commands.
 
-Exit status of ``check``: 0 every claim holds, 1 some claim fails, 3 none fails but some are
-inconclusive, 2 bad input (one line on stderr, nothing written).
+Exit status (every command):
+
+* **0** — every claim holds (``check``), or the command did what it was asked;
+* **1** — some claim fails (``check``; ``derive`` when a step is refuted);
+* **2** — bad input: one line on stderr, nothing written, no check run;
+* **3** — no claim fails but some are inconclusive (``check``);
+* **4** — internal error: a bug in icltheory or in a claim (one line ``icltheory: internal
+  error: …``; ``--debug`` shows the traceback);
+* **130** — interrupted (Ctrl-C), one line on stderr.
+
+This module imports only the standard library at module level, so that an interrupt during
+start-up (while NumPy and the papers load) is caught like any other: the commands live in
+:mod:`icltheory._cli_commands` and the parser in :mod:`icltheory._cli_parser`.
 """
 
 from __future__ import annotations
 
-import argparse
+import os
+import signal
 import sys
-from typing import Any, Sequence
 
-from .core import (
-    PROFILES,
-    BadInput,
-    Claim,
-    Setting,
-    all_claims,
-    get_claim,
-    load_toml,
-    parse_assignments,
-    resolve_claims,
-    run_check,
-)
-from .core._verdict import apply_predictions
-from .report import dumps
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no `typing` import at start-up: every millisecond before entry() counts
+    from typing import Sequence
 
-EXIT_OK, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+__all__ = ["main", "entry", "EXIT_OK", "EXIT_FAILS", "EXIT_BAD_INPUT", "EXIT_INCONCLUSIVE",
+           "EXIT_INTERNAL", "EXIT_INTERRUPTED"]
+
+EXIT_OK, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2
-        raise BadInput(message)
+def _one_line(text: object, limit: int = 500) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _progress_factory(label: str = ""):
-    """A progress callback ``(fraction, what)`` drawing a tqdm bar on stderr when it is a
-    terminal (nothing otherwise)."""
-    if not sys.stderr.isatty():
-        return None
+def _say(line: str) -> None:
+    """Write one line to stderr, even if stderr is a closed pipe."""
     try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return None
-    bar = None
-
-    def update(fraction: float, what: str = "") -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=1000, desc=label, leave=False, file=sys.stderr,
-                       bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
-        bar.n = int(1000 * min(max(fraction, 0.0), 1.0))
-        bar.set_postfix_str(what[:40], refresh=True)
-
-    return update
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # pragma: no cover - nowhere to write
+        pass
 
 
-def _settings_for(claims: Sequence[Claim], args) -> list[Setting]:
-    """Build each claim's setting from --config then --set (a key must fit some claim)."""
-    raw: dict[str, Any] = {}
-    if getattr(args, "config", None):
-        raw.update(load_toml(args.config))
-    raw.update(parse_assignments(getattr(args, "set", None) or []))
-    if getattr(args, "seed", None) is not None:
-        raw["seed"] = args.seed
-    if getattr(args, "profile", None) is not None:
-        raw["profile"] = args.profile
-    settings = []
-    for key in raw:
-        if not any(key in c.setting_type.keys() or key in c.setting_type.aliases for c in claims):
-            valid = sorted(set().union(*(c.setting_type.keys() for c in claims)))
-            raise BadInput(f"setting {key!r}: unknown key; valid keys: {', '.join(valid)}")
-    for c in claims:
-        mine = {k: v for k, v in raw.items()
-                if k in c.setting_type.keys() or k in c.setting_type.aliases}
-        settings.append(c.setting(mine))
-    return settings
+def _wants_debug(argv: Sequence[str]) -> bool:
+    return "--debug" in argv or os.environ.get("ICLTHEORY_DEBUG", "") not in ("", "0")
 
 
-def _add_setting_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
-    p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="override a setting key (lists as comma-separated numbers)")
-    p.add_argument("--config", metavar="FILE", help="TOML file of setting keys")
-    if seed:
-        p.add_argument("--seed", type=int, default=None, help="random seed (same seed → same numbers)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="icltheory", description="Verify theorems about in-context learning.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-
-    q = sub.add_parser("list", help="list the claims")
-    q.add_argument("--json", action="store_true")
-
-    q = sub.add_parser("check", help="check claims and print verdicts")
-    q.add_argument("claims", nargs="+", metavar="CLAIM")
-    _add_setting_args(q)
-    q.add_argument("--profile", choices=PROFILES, default=None,
-                   help="quick | standard (default) | thorough (the setting key 'profile')")
-    q.add_argument("--predict", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="replace a predicted constant by your own value")
-    q.add_argument("--json", action="store_true")
-
-    q = sub.add_parser("constants", help="print a claim's predicted constants")
-    q.add_argument("claim")
-    _add_setting_args(q)
-    q.add_argument("--json", action="store_true")
-
-    q = sub.add_parser("derive", help="print a claim's verified derivation")
-    q.add_argument("claim")
-    _add_setting_args(q)
-    q.add_argument("--format", choices=("md", "json"), default="md")
-
-    q = sub.add_parser("report", help="check claims and write reports (Markdown, figures, JSON)")
-    q.add_argument("claims", nargs="*", metavar="CLAIM")
-    q.add_argument("--all", action="store_true", help="every registered claim")
-    q.add_argument("--out", default="reports", metavar="DIR")
-    _add_setting_args(q)
-    q.add_argument("--profile", choices=PROFILES, default=None,
-                   help="quick | standard (default) | thorough (the setting key 'profile')")
-    return p
-
-
-def _cmd_list(args) -> int:
-    claims = all_claims()
-    if args.json:
-        print(dumps([c.describe() for c in claims]))
-    else:
-        width = max((len(c.id) for c in claims), default=0)
-        for c in claims:
-            print(f"{c.id:<{width}}  {c.title}")
-    return EXIT_OK
-
-
-def _exit_for(verdicts) -> int:
-    kinds = {v.verdict for v in verdicts}
-    if "fails" in kinds:
-        return EXIT_FAILS
-    if "inconclusive" in kinds:
-        return EXIT_INCONCLUSIVE
-    return EXIT_OK
-
-
-def _print_verdict(v) -> None:
-    print(f"{v.verdict.upper():<13} {v.claim}  ({v.runtime_s:.2f} s)")
-    for c in v.checks:
-        mark = {True: "ok  ", False: "FAIL", None: "??  "}[c.passed]
-        print(f"    {mark} {c.name}: predicted {_short(c.predicted)}, measured {_short(c.measured)}"
-              + (f"  [{c.detail}]" if c.detail else ""))
-    for r in v.reasons:
-        print(f"    reason: {r}")
-
-
-def _short(x) -> str:
-    from .report._markdown import fmt
-
-    s = fmt(x)
-    return s if len(s) <= 90 else s[:87] + "..."
-
-
-def _cmd_check(args) -> int:
-    claims = resolve_claims(args.claims)
-    settings = _settings_for(claims, args)
-    predict = parse_assignments(args.predict)
-    mine: list[dict] = [dict(predict) for _ in claims]
-    if predict and len(claims) > 1:  # each claim judges the --predict keys it predicts
-        keys = [set(c.constants(s)) for c, s in zip(claims, settings)]
-        for key in predict:
-            if not any(key in k for k in keys):
-                raise BadInput(f"--predict {key}: no named claim predicts {key!r}")
-        mine = [{k: v for k, v in predict.items() if k in ks} for ks in keys]
-    for c, s, m in zip(claims, settings, mine):  # malformed values are bad input before any run
-        if m:
-            apply_predictions(c.id, c.constants(s), m, c.informational)
-    verdicts = [run_check(c, s, predict=m, progress=_progress_factory(c.id))
-                for c, s, m in zip(claims, settings, mine)]
-    if args.json:
-        print(dumps([v.as_dict() for v in verdicts]))
-    else:
-        for v in verdicts:
-            _print_verdict(v)
-    return _exit_for(verdicts)
-
-
-def _cmd_constants(args) -> int:
-    claim = get_claim(args.claim)
-    (setting,) = _settings_for([claim], args)
-    consts = claim.constants(setting)
-    if args.json:
-        print(dumps({"claim": claim.id, "setting": setting.as_dict(), "constants": consts}))
-    else:
-        from .report._markdown import fmt
-
-        for k, v in consts.items():
-            print(f"{k} = {fmt(v, 10)}")
-    return EXIT_OK
-
-
-def _cmd_derive(args) -> int:
-    claim = get_claim(args.claim)
-    (setting,) = _settings_for([claim], args)
-    d = claim.derive(setting)
-    if d is None:
-        print(f"{claim.id} has no symbolic derivation", file=sys.stderr)
-        return EXIT_OK
-    if args.format == "json":
-        print(dumps(d.as_dict()))
-    else:
-        print(d.to_markdown(level=1))
-    return EXIT_OK if d.ok else EXIT_FAILS
-
-
-def _cmd_report(args) -> int:
-    from .report import write_reports
-
-    if args.all and args.claims:
-        raise BadInput("give claim ids or --all, not both")
-    claims = all_claims() if args.all or not args.claims else resolve_claims(args.claims)
-    settings = _settings_for(claims, args)
-    verdicts = []
-    for c, s in zip(claims, settings):
-        print(f"checking {c.id} ...", file=sys.stderr, flush=True)
-        v = run_check(c, s, progress=_progress_factory(c.id))
-        print(f"  {v.verdict} ({v.runtime_s:.1f} s)", file=sys.stderr, flush=True)
-        verdicts.append(v)
-    paths = write_reports(verdicts, args.out)
-    print(f"wrote {len(paths)} files under {args.out}/ (index: {args.out}/index.md)")
-    for v in verdicts:
-        print(f"  {v.verdict:<13} {v.claim}")
-    return EXIT_OK
-
-
-_COMMANDS = {"list": _cmd_list, "check": _cmd_check, "constants": _cmd_constants,
-             "derive": _cmd_derive, "report": _cmd_report}
+#: set by the console script's SIGINT handler: a library that turns the KeyboardInterrupt into
+#: another exception (NumPy's import does: an ImportError) still ends as an interrupt
+_interrupted = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    """Run one command line (``argv`` without the program name) and return its exit status.
+
+    Never raises: bad input is exit 2 with one line, an unexpected exception exit 4 with one
+    line (``--debug``: the traceback), an interrupt exit 130 with one line."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = _wants_debug(args_list)
     try:
-        args = parser.parse_args(argv)
-        return _COMMANDS[args.cmd](args)
-    except BadInput as exc:
-        msg = " ".join(str(exc).split())
-        print(f"icltheory: error: {msg}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:  # pragma: no cover
-        print("icltheory: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # pragma: no cover - e.g. `icltheory derive X | head`
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        code = _main(args_list, debug)
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    if _interrupted or code == EXIT_INTERRUPTED:
+        _say("icltheory: interrupted")
+        return EXIT_INTERRUPTED
+    return code
 
 
-def entry() -> None:  # console script
-    sys.exit(main())
+def _main(args_list: list[str], debug: bool) -> int:
+    try:
+        from .core import BadInput
+
+        try:
+            from ._cli_commands import run_command
+
+            return run_command(args_list)
+        except BadInput as exc:
+            if _interrupted:
+                return EXIT_INTERRUPTED
+            _say(f"icltheory: error: {_one_line(exc)}")
+            return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `icltheory derive X | head`: the reader left, not an error
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # pragma: no cover
+            pass
+        return EXIT_OK
+    except SystemExit as exc:  # argparse's --help / --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except MemoryError:
+        if _interrupted:
+            return EXIT_INTERRUPTED
+        _say("icltheory: internal error: out of memory")
+        return EXIT_INTERNAL
+    except Exception as exc:  # the error boundary: never a traceback unless asked
+        if _interrupted:
+            return EXIT_INTERRUPTED
+        if debug:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        _say(f"icltheory: internal error: {type(exc).__name__}: {_one_line(exc, 300)}"
+             + ("" if debug else " (rerun with --debug for the traceback)"))
+        return EXIT_INTERNAL
+
+
+def _on_second_interrupt(signum: int, frame: object) -> None:
+    # a second Ctrl-C while the first one is being handled: leave at once, still one line
+    os.write(2, b"icltheory: interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _on_first_interrupt(signum: int, frame: object) -> None:
+    global _interrupted
+    _interrupted = True
+    signal.signal(signal.SIGINT, _on_second_interrupt)
+    raise KeyboardInterrupt
+
+
+def entry() -> None:
+    """The console script ``icltheory`` (and ``python -m icltheory``)."""
+    try:  # (inside the try: a signal may arrive while the handler is being installed)
+        try:
+            signal.signal(signal.SIGINT, _on_first_interrupt)
+        except (ValueError, OSError):  # pragma: no cover - not the main thread
+            pass
+        code = main()
+    except KeyboardInterrupt:  # raised before main's handlers were in place
+        _say("icltheory: interrupted")
+        code = EXIT_INTERRUPTED
+    try:  # the work is done: a late Ctrl-C changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError, KeyboardInterrupt):  # pragma: no cover
+        code = EXIT_INTERRUPTED
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):  # pragma: no cover
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    sys.exit(code)

@@ -156,27 +156,66 @@ def assert_fails(claim: str | Claim | Verdict, setting: Setting | dict | None = 
 def planted(error: PlantedError) -> Iterator[None]:
     """Install a planted error for the duration of the block (memoised values cleared on entry
     and exit, so nothing computed with the error outlives it)."""
+    import inspect
+
     mod_name, attr = error.target.split(":", 1)
     obj: Any = importlib.import_module(mod_name)
     parts = attr.split(".")
     for p in parts[:-1]:
         obj = getattr(obj, p)
-    original = getattr(obj, parts[-1])
+    name = parts[-1]
+    had = name in vars(obj) if hasattr(obj, "__dict__") else True
+    raw = inspect.getattr_static(obj, name)  # restored as it was (staticmethod, classmethod…)
+    original = getattr(obj, name)
+    replacement = error.replace(original)
+    if isinstance(raw, staticmethod):
+        replacement = staticmethod(replacement)
     clear_caches()
-    setattr(obj, parts[-1], error.replace(original))
+    setattr(obj, name, replacement)
     try:
         yield
     finally:
-        setattr(obj, parts[-1], original)
+        if had:
+            setattr(obj, name, raw)
+        else:
+            delattr(obj, name)
         clear_caches()
 
 
-def run_planted(claim: str | Claim, error: PlantedError) -> Verdict:
+def _digest(values: Any) -> str:
+    from .report import dumps
+
+    return dumps(values, indent=None)
+
+
+def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False) -> Verdict:
     """The verdict of ``claim`` with ``error`` planted (profile quick unless the error's
-    setting says otherwise)."""
+    setting says otherwise).  The setting is resolved *before* the error is planted, so a
+    theory error does not move a horizon.
+
+    ``independence=True`` also asserts that the two sides are independent: a theory-side
+    error leaves the measurement bit for bit unchanged, a measurement-side error leaves the
+    predicted constants unchanged (``AssertionError`` otherwise)."""
     c = _claim(claim)
+    setting = c.setting({"profile": "quick", **dict(error.setting)})
+    if independence:
+        clear_caches()
+        if error.side == "theory":
+            clean = _digest(measure_claim(c, setting).values)
+        else:
+            clean = _digest(c.constants(setting))
     with planted(error):
-        setting = c.setting({"profile": "quick", **dict(error.setting)})
+        if independence:
+            if error.side == "theory":
+                m = measure_claim(c, setting)
+                if _digest(m.values) != clean:
+                    raise AssertionError(f"{c.id}: the theory-side error ({error.what}) changed "
+                                         "the measurement: measure() depends on the theory")
+                return judge_claim(c, setting, m)
+            if _digest(c.constants(setting)) != clean:
+                raise AssertionError(f"{c.id}: the measurement-side error ({error.what}) changed "
+                                     "the predicted constants: the theory depends on the "
+                                     "experiment code")
         return run_check(c, setting)
 
 

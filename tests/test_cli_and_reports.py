@@ -141,3 +141,205 @@ def test_multiple_claims_share_set_keys(capsys):
                          "--profile", "quick"], capsys)
     vs = json.loads(out)
     assert code == 0 and [v["setting"]["N"] for v in vs] == [12, 12]
+
+
+# ------------------------------------------------------------------ the friendlier command line
+
+
+@pytest.fixture
+def fake_claims():
+    """Register the test-only claims for one test (also seen by forked report workers)."""
+    from _fake_claims import FAKE_CLAIMS
+
+    from icltheory.core import _registry, register
+
+    for c in FAKE_CLAIMS:
+        register(c)
+    yield {c.id: c for c in FAKE_CLAIMS}
+    for c in FAKE_CLAIMS:
+        _registry._EXTRA.pop(c.id, None)
+    _registry._load.cache_clear()
+
+
+def test_bare_command_prints_usage(capsys):
+    code, out, err = _run([], capsys)
+    assert code == 2 and "usage: icltheory" in out and "describe" in out and "exit status" in out
+    assert err.count("\n") == 1 and "no command" in err
+
+
+def test_version(capsys):
+    import icltheory
+
+    code, out, _ = _run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"icltheory {icltheory.__version__}"
+
+
+@pytest.mark.parametrize("args,hint", [
+    (["chek", CLAIM], "did you mean check?"),
+    (["check", CLAIM, "--sett", "D=3"], "did you mean --set"),
+    (["check", "linattn.merged.sigmod"], "did you mean linattn.merged.sigmoid"),
+    (["check", CLAIM, "--set", "w_int=0.1"], "did you mean w_init?"),
+])
+def test_did_you_mean(args, hint, capsys):
+    code, _, err = _run(args, capsys)
+    assert code == 2 and hint in err and err.count("\n") == 1
+
+
+def test_typo_suggests_a_few_not_all(capsys):
+    code, _, err = _run(["check", "linattn.zzz"], capsys)
+    assert code == 2 and err.count("linattn.") <= 4  # the name itself + at most 3 suggestions
+
+
+def test_check_help_points_to_describe(capsys):
+    code, out, _ = _run(["check", "--help"], capsys)
+    assert code == 0 and "icltheory describe CLAIM" in out and "--quiet" in out
+
+
+def test_describe_text_and_json(fake_claims, capsys):
+    code, out, _ = _run(["describe", "testonly.square.mean"], capsys)
+    assert code == 0
+    for text in ("E[x²] = s² for x ~ N(0, s²)", "a textbook identity", r"\mathbb E[x^2]=s^2",
+                 "standard deviation", "default: 1.5", "second_moment", "E[x²], the second moment",
+                 "formula: s^2", "reported only", "Backends", "numpy",
+                 "icltheory check testonly.square.mean --set"):
+        assert text in out, text
+    example = out.split("Example:\n", 1)[1].splitlines()[0].split()
+    assert _run(example[1:], capsys)[0] == 0  # the example command runs and holds
+    code, out, _ = _run(["describe", "testonly.square.mean", "--json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and d["predictions"]["second_moment"]["formula"] == "s^2"
+    assert {r["key"] for r in d["settings"]} == {"seed", "profile", "s", "n"}
+    assert d["example"].startswith("icltheory check testonly.square.mean")
+
+
+def test_describe_every_registered_claim(capsys):
+    for c in all_claims():
+        code, out, _ = _run(["describe", c.id], capsys)
+        assert code == 0 and c.id in out and "Example:" in out
+
+
+def test_constants_carry_their_meaning(fake_claims, capsys):
+    code, out, _ = _run(["constants", "testonly.square.mean", "--set", "s=2"], capsys)
+    assert code == 0 and "second_moment = 4  # E[x²], the second moment" in out
+    code, out, _ = _run(["constants", "testonly.square.mean", "--json"], capsys)
+    d = json.loads(out)
+    assert d["constants"]["second_moment"] == 2.25
+    assert d["meanings"]["s"]["informational"] is True
+
+
+def test_dry_run_validates_and_runs_nothing(fake_claims, capsys, monkeypatch):
+    import icltheory._cli_commands as cmds
+
+    monkeypatch.setattr(cmds, "run_check", lambda *a, **k: pytest.fail("a check ran"))
+    code, out, _ = _run(["check", "testonly.square.mean", "--set", "n=500", "--dry-run"], capsys)
+    assert code == 0 and "would run: about 5e+03 operations" in out
+    code, _, err = _run(["check", "testonly.square.mean", "--set", "n=5", "--dry-run"], capsys)
+    assert code == 2 and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ the error boundary
+
+
+def test_internal_error_in_a_check_is_exit_4_after_the_verdict(fake_claims, capsys):
+    code, out, err = _run(["check", "testonly.crash.check"], capsys)
+    assert code == 4 and "INCONCLUSIVE" in out and "deliberate crash inside the check" in out
+    assert err.count("\n") == 1 and err.startswith("icltheory: internal error: ")
+    assert "Traceback" not in err + out and "--debug" in err
+    code, _, err = _run(["check", "testonly.crash.check", "--debug"], capsys)
+    assert code == 4 and "RuntimeError" in err and 'File "' in err  # the kept traceback
+
+
+def test_exception_outside_a_check_is_exit_4(fake_claims, capsys):
+    code, out, err = _run(["check", "testonly.crash.constants"], capsys)
+    assert code == 4 and err.count("\n") == 1 and "KeyError" in err and "Traceback" not in err
+    code, _, err = _run(["--debug", "check", "testonly.crash.constants"], capsys)
+    assert code == 4 and "Traceback (most recent call last)" in err
+
+
+def test_report_out_is_checked_before_any_check(tmp_path, capsys, monkeypatch):
+    import icltheory.report._batch as batch
+
+    monkeypatch.setattr(batch, "run_check", lambda *a, **k: pytest.fail("a check ran"))
+    f = tmp_path / "a-file"
+    f.write_text("keep me")
+    for out in (f, f / "below", "/proc/no-such-folder"):
+        code, _, err = _run(["report", CLAIM, "--out", str(out)], capsys)
+        assert code == 2 and err.count("\n") == 1, err
+    assert f.read_text() == "keep me" and sorted(tmp_path.iterdir()) == [f]
+
+
+def test_report_with_a_crashing_claim_writes_the_others_and_exits_4(fake_claims, tmp_path,
+                                                                    capsys):
+    out = tmp_path / "r"
+    code, stdout, err = _run(["report", "testonly.square.mean", "testonly.crash.constants",
+                              "--out", str(out), "-j", "1"], capsys)
+    assert code == 4 and "testonly.crash.constants" in err.splitlines()[-1]
+    assert "Traceback" not in err
+    assert (out / "testonly.square.mean.md").exists()
+    # the crashing claim is reported honestly: inconclusive, naming the internal error
+    crashed = json.loads((out / "testonly.crash.constants.json").read_text())
+    assert crashed["verdict"] == "inconclusive" and "internal error" in crashed["internal_error"]
+    from icltheory.report import verify
+
+    assert verify(out) == []
+
+
+# ------------------------------------------------------------------ reports
+
+
+def _report_files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.startswith("timing.")}
+
+
+def test_report_rerun_is_byte_identical_and_runtimes_live_apart(fake_claims, tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        assert _run(["report", "testonly.square.mean", CLAIM, "--profile", "quick", "--out",
+                     str(out), "-j", "1", "--quiet"], capsys)[0] == 0
+    fa, fb = _report_files(a), _report_files(b)
+    assert fa == fb and "figures/testonly.square.mean-1.png" in fa
+    for name, blob in fa.items():
+        if name.endswith((".md", ".json")):
+            assert b"runtime" not in blob, name
+    timing = json.loads((a / "timing.json").read_text())["runtime_s"]
+    assert set(timing) == {"testonly.square.mean", CLAIM}
+    assert timing[CLAIM]["runtime_s"] > 0.01 and timing["testonly.square.mean"]["runtime_s"] >= 0
+    assert f"`{CLAIM}` | {timing[CLAIM]['runtime_s']:.2f} |" in (a / "timing.md").read_text()
+
+
+def test_index_merges_earlier_results_and_states_settings(fake_claims, tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run(["report", "testonly.square.mean", "--out", str(out), "--set", "s=0.75",
+                 "--seed", "3", "--quiet"], capsys)[0] == 0
+    assert _run(["report", CLAIM, "--out", str(out), "--profile", "quick", "--quiet"],
+                capsys)[0] == 0
+    index = (out / "index.md").read_text()
+    row = next(line for line in index.splitlines() if "testonly.square.mean" in line)
+    assert "✅ holds" in row and "s=0.75" in row and "seed=3" in row and "standard" in row
+    row = next(line for line in index.splitlines() if f"`{CLAIM}`" in line)
+    assert "✅ holds" in row and "| default | quick |" in row
+    assert "not run" in index  # claims never reported into this folder
+    md = (out / "testonly.square.mean.md").read_text()
+    assert "non-default setting: seed=3, s=0.75" in md
+
+
+def test_quiet_report_prints_no_progress(fake_claims, tmp_path, capsys):
+    code, out, err = _run(["report", "testonly.square.mean", "--out", str(tmp_path / "r"),
+                           "--quiet"], capsys)
+    assert code == 0 and err == "" and "testonly.square.mean" in out
+    code, out, err = _run(["report", "testonly.square.mean", "--out", str(tmp_path / "r")],
+                          capsys)
+    assert code == 0 and "[1/1] holds" in err
+
+
+def test_report_progress_callback_for_python_callers(fake_claims, tmp_path):
+    from icltheory.report import report_claims
+
+    c = fake_claims["testonly.square.mean"]
+    seen = []
+    done = []
+    report_claims([(c, c.setting())], tmp_path / "r", progress=lambda f, w: seen.append(f),
+                  on_done=done.append)
+    assert seen and seen[-1] >= 0.5 and all(0.0 <= f <= 1.0 for f in seen)
+    assert [r.claim for r in done] == ["testonly.square.mean"]

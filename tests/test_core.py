@@ -127,7 +127,9 @@ def test_checks_and_verdict_logic():
     assert c.passed
     c = ctx.close("b", predicted=1.0, measured=1.1, rtol=0.05, why="t")
     assert c.passed is False
-    assert ctx.close("shape", predicted=[1, 2], measured=[1], atol=1, why="t").passed is False
+    # a shape mismatch or non-numbers cannot decide (a wrong count is a condition, not a close)
+    assert ctx.close("shape", predicted=[1, 2], measured=[1], atol=1, why="t").passed is None
+    assert ctx.close("text", predicted=1.0, measured="n/a", atol=1, why="t").passed is None
     assert ctx.close("nan", predicted=1.0, measured=float("nan"), atol=1, why="t").passed is None
     z = ctx.ztest("z", predicted=0.0, mean=0.1, stderr=0.01, n=100, alpha=1e-3)
     assert z.passed is False
@@ -146,3 +148,116 @@ def test_rng_streams_are_deterministic():
     b = CheckContext(predicted={}, profile="quick", seed=5).rng(1).standard_normal(3)
     c = CheckContext(predicted={}, profile="quick", seed=5).rng(2).standard_normal(3)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+# ------------------------------------------------------------------ the contract's runner
+
+
+from icltheory.core import (Claim, Cost, PlantedError, Prediction,  # noqa: E402
+                            run_check)
+from icltheory.core._claim import Run, default_wrong  # noqa: E402
+
+
+@dataclass(frozen=True, kw_only=True)
+class _T(Setting):
+    x: float = Float(1.0, positive=True, max=1e6, doc="x")
+    n: int | None = Int(None, min=10, max=10**6, by_profile=(100, 1000, 10000), doc="n")
+
+
+def _mk(measure, judge, constants=lambda s: {"a": 1.0}, **attrs):
+    cls = type("C", (Claim,), {
+        "id": "t.claim", "title": "t", "source": "s", "statement": "x", "setting_type": _T,
+        "predictions": {"a": Prediction("a")},
+        "planted_errors": (PlantedError("theory", "t", "math:pi", lambda o: o),
+                           PlantedError("measurement", "m", "math:e", lambda o: o)),
+        "constants": lambda self, s: constants(s), "measure": lambda self, s, r: measure(s, r),
+        "judge": lambda self, s, p, m, ctx: judge(s, p, m, ctx), **attrs})
+    return cls()
+
+
+def test_contract_is_enforced_at_definition():
+    with pytest.raises(TypeError, match="planted_errors"):
+        type("C", (Claim,), {"id": "t.x", "title": "t", "source": "s", "statement": "x",
+                             "setting_type": _T, "predictions": {"a": Prediction("a")},
+                             "constants": lambda self, s: {}})
+    with pytest.raises(TypeError, match="expected_default"):
+        _mk(None, None, expected_default="bogus")
+    with pytest.raises(TypeError, match="expecting holds"):
+        _mk(None, None, planted_errors=(
+            PlantedError("theory", "t", "math:pi", lambda o: o, expect="holds"),
+            PlantedError("measurement", "m", "math:e", lambda o: o)))
+    with pytest.raises(ValueError):
+        Prediction("a", kind="nonsense")
+
+
+def test_profile_fields_and_given():
+    assert _T().n == 1000 and _T(profile="quick").n == 100
+    s = _T.parse({"x": "2", "profile": "quick"})
+    assert s.given() == {"x": 2.0, "profile": "quick"}
+    assert s.with_profile("thorough").n == 10000 and s.replace(x=3).x == 3.0
+    assert _T.parse(s.as_dict()) == s  # the record reproduces the setting
+    with pytest.raises(TypeError):
+        Int(5, doc="d", by_profile=(1, 2, 3))
+    with pytest.raises(TypeError):
+        Int(None, doc="d", max=10, by_profile=(1, 2, 30))
+    for bad in ({"n": "1e30"}, {"n": "٣"}, {"x": "1_0"}, {"x": "inf"}):
+        with pytest.raises(SettingError):
+            _T.parse(bad)
+
+
+def test_wrong_values_perturb_list_positions():
+    ws = default_wrong("value", [1.0, 2.0, 3.0])
+    assert [1.0, 2.0, 6.0] in ws and [2.0, 2.0, 3.0] in ws and len(ws) == 6
+    assert default_wrong("order", [0, 1, 2]) == [[1, 0, 2], [0, 2, 1]]
+    assert default_wrong("lower_bound", -2.0) == [0.0]  # stronger, not weaker
+    assert default_wrong("upper_bound", 4.0) == [1.0]
+
+
+def test_runner_boundaries():
+    def judge(s, p, m, ctx):
+        ctx.close("a", key="a", measured=m["a"], rtol=1e-9, why="t")
+
+    ok = _mk(lambda s, r: {"a": 1.0}, judge)
+    assert run_check(ok, ok.setting()).verdict == "holds"
+    assert run_check(ok, ok.setting(), predict={"a": "2"}).verdict == "fails"
+    # the theory raising: inconclusive (numerical) or internal error, never an exception
+    v = run_check(_mk(lambda s, r: {"a": 1.0}, judge, constants=lambda s: {"a": 1 / 0}), _T())
+    assert v.verdict == "inconclusive" and "numerical trouble" in v.reasons[0]
+    v = run_check(_mk(lambda s, r: {"a": 1.0}, judge, constants=lambda s: {"a": [].pop()}), _T())
+    assert v.verdict == "inconclusive" and v.internal_error
+    # a measurement that says it cannot decide is not judged (no fails from partial data)
+
+    def undecided(s, r):
+        r.inconclusive("too few samples")
+        return {"a": 5.0}
+
+    v = run_check(_mk(undecided, judge), _T())
+    assert v.verdict == "inconclusive" and "too few samples" in v.reasons
+    # over budget: refused before running
+    c = _mk(lambda s, r: 1 / 0, judge, estimate=lambda self, s: Cost(1e99, 1.0, "huge"))
+    v = run_check(c, _T())
+    assert v.verdict == "inconclusive" and "not run" in v.reasons[0]
+    # a fails whose false-fail probabilities total more than 1e-3 cannot decide
+
+    def loose(s, p, m, ctx):
+        ctx.close("a", key="a", measured=5.0, rtol=1e-9, why="t", false_fail=0.01)
+
+    assert run_check(_mk(lambda s, r: {"a": 1.0}, loose), _T()).verdict == "inconclusive"
+
+
+def test_run_streams_are_distinct():
+    r = Run(_T(seed=3))
+    draws = [tuple(r.rng(*k).integers(0, 2**62, 2)) for k in ((), (0,), (0, 0), (1,), (1, 0))]
+    assert len(set(draws)) == len(draws)
+
+
+def test_ztest_small_and_skewed_samples():
+    ctx = CheckContext(predicted={"m": 1.0}, profile="quick", seed=0)
+    assert ctx.ztest("few", samples=np.ones(10) + 1e-3 * np.arange(10), key="m").passed is None
+    rng = np.random.default_rng(0)
+    x = rng.exponential(size=100_000)  # skewness 2: a shifted acceptance interval
+    c = ctx.ztest("exp", samples=x, key="m", alpha=1e-3)
+    lo, hi = c.tolerance["critical"]
+    assert c.passed and hi + lo > 0
+    y = rng.lognormal(sigma=3.0, size=200)  # hopelessly skewed for n = 200
+    assert ctx.ztest("ln", samples=y, predicted=float(np.exp(4.5))).passed is None

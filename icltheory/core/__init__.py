@@ -13,6 +13,8 @@ from ._claim import Prediction as Prediction
 from ._claim import Run as Run
 from ._claim import judge_claim as judge_claim
 from ._claim import measure_claim as measure_claim
+from ._claim import non_default_keys as non_default_keys
+from ._claim import over_budget as over_budget
 from ._claim import run_check as run_check
 from ._claim import versions as versions
 from ._derivation import Derivation as Derivation

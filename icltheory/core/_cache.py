@@ -9,21 +9,21 @@ function at once.
 from __future__ import annotations
 
 from functools import lru_cache, wraps
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 __all__ = ["cached", "clear_caches"]
 
-F = TypeVar("F", bound=Callable)
-_ALL: list = []
+F = TypeVar("F", bound=Callable[..., Any])
+_ALL: list[Any] = []
 
 
-def cached(fn: F | None = None, *, maxsize: int = 64):
+def cached(fn: F | None = None, *, maxsize: int | None = 64) -> Any:
     """``functools.lru_cache`` (arguments must be hashable) registered for :func:`clear_caches`."""
 
-    def wrap(f):
+    def wrap(f: F) -> F:
         c = lru_cache(maxsize=maxsize)(f)
         _ALL.append(c)
-        return wraps(f)(c)
+        return cast(F, wraps(f)(c))
 
     return wrap(fn) if fn is not None else wrap
 

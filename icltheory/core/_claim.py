@@ -56,13 +56,15 @@ from ._verdict import Check, CheckContext, Verdict, apply_predictions
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
-           "FALSE_FAIL_MAX"]
+           "FALSE_FAIL_MAX", "over_budget", "non_default_keys"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
 PROVENANCE = ("confirmed paper text", "inferred", "derived here", "summary's claim",
               "third-party summary of the paper", "reconstruction")
 #: the most a claim's checks may together fail on a true claim (union bound)
 FALSE_FAIL_MAX = 1e-3
+#: a progress callback: ``progress(fraction in [0, 1], what)``
+ProgressFn = Callable[[float, str], None]
 
 
 # ----------------------------------------------------------------------------- declarations
@@ -85,35 +87,66 @@ class Prediction:
     kind: str = "value"
     wrong: Any = None
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Prediction kind {self.kind!r} is not one of {', '.join(KINDS)}")
+
     def wrong_values(self, true_value: Any) -> list:
-        """Planted wrong values for this constant (at least one)."""
+        """Planted wrong values for this constant (at least one), each shaped like the true
+        value: a list constant gets lists of the same length."""
         if self.wrong is not None:
             w = self.wrong(true_value) if callable(self.wrong) else self.wrong
-            return list(w) if isinstance(w, list) else [w]
-        return default_wrong(self.kind, true_value)
+            values = list(w) if isinstance(w, list) else [w]
+        else:
+            values = default_wrong(self.kind, true_value)
+        for v in values:
+            if isinstance(true_value, (list, tuple)) != isinstance(v, (list, tuple)) or (
+                    isinstance(v, (list, tuple)) and len(v) != len(true_value)):
+                raise TypeError(f"planted wrong value {v!r} is not shaped like {true_value!r} "
+                                "(for a list constant, `wrong` is a list of lists)")
+        return values
+
+
+KINDS = ("value", "lower_bound", "upper_bound", "count", "order")
+#: at most this many positions of a list constant are perturbed one at a time
+WRONG_POSITIONS = 12
 
 
 def default_wrong(kind: str, v: Any) -> list:
-    """Wrong values by kind: ×2 and ×½ for values (1 for a zero), +1 for counts, reversed for
-    orders, ×2 for a lower bound, ×¼ for an upper bound."""
+    """Wrong values by kind.  Scalars: ×2 and ×½ for values (1 for a zero), +1 for counts, a
+    stronger bound for bounds (v + max(|v|, 1) for a lower bound, v − ¾·max(|v|, 1) for an
+    upper bound).  Lists: one position at a time (up to :data:`WRONG_POSITIONS` positions,
+    first and last included), so a judge that reads only part of a list is caught; an order
+    gets each adjacent swap."""
     if isinstance(v, (list, tuple)):
+        v = list(v)
+        n = len(v)
+        if n == 0:
+            return []
         if kind == "order":
-            return [list(reversed(v))] if len(v) > 1 else [[x + 1 for x in v]]
-        if kind == "count":
-            return [[x + 1 for x in v]]
-        return [[_scale(x, 2.0) for x in v], [_scale(x, 0.5) for x in v]]
+            if n == 1:
+                return [[v[0] + 1]]
+            return [v[:i] + [v[i + 1], v[i]] + v[i + 2:] for i in range(n - 1)][:WRONG_POSITIONS]
+        idx = sorted({round(i * (n - 1) / max(min(n, WRONG_POSITIONS) - 1, 1))
+                      for i in range(min(n, WRONG_POSITIONS))})
+        out = []
+        for i in idx:
+            for w in default_wrong(kind, v[i]):
+                out.append(v[:i] + [w] + v[i + 1:])
+        return out
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return []
+    v = float(v) if not isinstance(v, (int, np.integer)) else int(v)
     if kind == "count":
         return [v + 1]
     if kind == "lower_bound":
-        return [_scale(v, 2.0)]
+        return [v + max(abs(v), 1.0)]
     if kind == "upper_bound":
-        return [_scale(v, 0.25)]
+        return [v - 0.75 * max(abs(v), 1.0)]
     return [_scale(v, 2.0), _scale(v, 0.5)]
 
 
-def _scale(x, f):
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        return x
+def _scale(x: Any, f: float) -> Any:
     return 1.0 if x == 0 else float(x) * f
 
 
@@ -135,11 +168,14 @@ class PlantedError:
     setting: Mapping[str, Any] = field(default_factory=dict)
     expect: str = "fails"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.side not in ("theory", "measurement"):
             raise ValueError(f"planted error side must be theory|measurement, got {self.side!r}")
         if ":" not in self.target:
             raise ValueError(f"planted error target {self.target!r} is not 'module:attribute'")
+        if self.expect not in ("fails", "holds"):
+            raise ValueError(f"planted error expect must be 'fails' (or 'holds' for a false "
+                             f"claim), got {self.expect!r}")
 
 
 @dataclass(frozen=True)
@@ -160,8 +196,9 @@ BUDGETS = {
 }
 
 
-class OverBudget(NumericalTrouble):
-    """Raised by :meth:`Run.tick` when a run passes its wall-clock watchdog."""
+class OverBudget(RuntimeError):
+    """Raised by :meth:`Run.tick` when a run passes its wall-clock safety limit (a
+    machine-dependent net under the deterministic budget of :meth:`Claim.estimate`)."""
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -182,21 +219,28 @@ class Run:
         self._deadline = deadline
 
     def rng(self, *stream: int) -> np.random.Generator:
-        """A generator determined by the seed and a stream id (same seed → same numbers)."""
-        return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
+        """A generator determined by the seed and a stream id (same seed → same numbers;
+        distinct stream ids, of any length, give independent streams)."""
+        return np.random.default_rng(
+            np.random.SeedSequence(self.seed, spawn_key=(1, len(stream), *stream)))
 
     def tick(self, fraction: float | None = None, what: str = "") -> None:
         """Report progress (``fraction`` ∈ [0, 1]) and enforce the wall-clock watchdog."""
         if self._progress is not None and fraction is not None:
             self._progress(float(fraction), what)
         if self._deadline is not None and time.monotonic() > self._deadline:
-            raise OverBudget(f"the {self.profile} profile's wall-clock limit was reached"
+            raise OverBudget(f"the {self.profile} profile's wall-clock safety limit "
+                             f"({BUDGETS[self.profile][2]:g} s, machine-dependent) was reached"
                              + (f" during {what}" if what else ""))
 
     def inconclusive(self, reason: str) -> None:
+        """The measurement as a whole cannot be judged (the verdict is ``inconclusive`` and
+        ``judge`` is not called).  For trouble with one measured value only, return ``None``
+        for it and let ``judge`` record an undecided check."""
         self.reasons.append(reason)
 
     def note(self, text: str) -> None:
+        """Record a remark for the report (no effect on the verdict)."""
         self.notes.append(text)
 
 
@@ -217,6 +261,7 @@ class Measurement:
         return key in self.values
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The measured value ``key``, or ``default``."""
         return self.values.get(key, default)
 
 
@@ -244,7 +289,7 @@ class Claim(abc.ABC):
     #: legacy: a sentence on the negative control (superseded by ``planted_errors``)
     negative_control: ClassVar[str] = ""
 
-    def __init_subclass__(cls, **kw):
+    def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if getattr(cls, "__abstractmethods__", None) or "id" not in cls.__dict__:
             return
@@ -257,6 +302,16 @@ class Claim(abc.ABC):
                 raise TypeError(f"claim {cls.id}: missing {attr}")
         if not cls.predictions or not all(isinstance(p, Prediction) for p in cls.predictions.values()):
             raise TypeError(f"claim {cls.id}: predictions must map keys to Prediction")
+        if all(p.informational for p in cls.predictions.values()):
+            raise TypeError(f"claim {cls.id}: no prediction is judged (all informational)")
+        if cls.expected_default not in ("holds", "fails", "inconclusive"):
+            raise TypeError(f"claim {cls.id}: expected_default must be holds|fails|inconclusive")
+        for p in cls.planted_errors:
+            if not isinstance(p, PlantedError):
+                raise TypeError(f"claim {cls.id}: planted_errors must hold PlantedError")
+            if p.expect == "holds" and cls.expected_default != "fails":
+                raise TypeError(f"claim {cls.id}: only a claim that is false at its defaults "
+                                "(expected_default = 'fails') may plant an error expecting holds")
         sides = {p.side for p in cls.planted_errors}
         if not {"theory", "measurement"} <= sides:
             raise TypeError(f"claim {cls.id}: planted_errors need a theory-side and a "
@@ -266,10 +321,13 @@ class Claim(abc.ABC):
 
     @classmethod
     def is_legacy(cls) -> bool:
+        """Whether the claim predates the contract (a single ``check``, no ``predictions``)."""
         return not hasattr(cls, "predictions")
 
     # -- the operations -------------------------------------------------------------------
     def setting(self, raw: Mapping[str, Any] | None = None) -> Setting:
+        """This claim's setting from user values (strings or native); missing keys take their
+        defaults, unknown keys and bad values are :class:`~icltheory.core.SettingError`."""
         return self.setting_type.parse(raw or {})
 
     @abc.abstractmethod
@@ -285,10 +343,14 @@ class Claim(abc.ABC):
         return None
 
     def measure(self, setting: Setting, run: Run) -> dict[str, Any]:
+        """Train, integrate or sample: the measured numbers (reads the setting, never the
+        predictions; random numbers from ``run.rng``, progress through ``run.tick``)."""
         raise NotImplementedError(f"{self.id} implements neither measure nor check")
 
     def judge(self, setting: Setting, predicted: Mapping[str, Any], measured: Measurement,
               ctx: CheckContext) -> None:
+        """Compare ``measured`` with ``predicted`` through ``ctx``'s recorders (``close``,
+        ``ztest``, ``condition``, ``bound``), each naming the constants it judges."""
         raise NotImplementedError(f"{self.id} implements neither judge nor check")
 
     def check(self, setting: Setting, ctx: CheckContext) -> None:
@@ -297,6 +359,7 @@ class Claim(abc.ABC):
 
     @property
     def informational(self) -> frozenset[str]:
+        """The predicted constants reported for information only (judged by no check)."""
         preds = getattr(self, "predictions", {})
         return frozenset(k for k, p in preds.items() if p.informational)
 
@@ -340,6 +403,7 @@ def versions() -> dict[str, str]:
 
 _NUMERIC_ERRORS = (NumericalTrouble, FloatingPointError, OverflowError, ZeroDivisionError,
                    np.linalg.LinAlgError, MemoryError, RecursionError)
+_PLAIN = (int, float, str, bool, type(None))
 
 
 def _describe_exc(exc: BaseException) -> str:
@@ -347,9 +411,46 @@ def _describe_exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
+class _Boundary:
+    """Turns exceptions into reasons: numerical trouble and the safety limit into
+    ``inconclusive`` reasons, anything else into an internal error; bad input passes through."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.reasons: list[str] = []
+        self.notes: list[str] = []
+        self.internal: str | None = None
+
+    def __enter__(self) -> "_Boundary":
+        return self
+
+    def __exit__(self, typ: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or isinstance(exc, (BadInput, KeyboardInterrupt, SystemExit)):
+            return False
+        if not isinstance(exc, Exception):
+            return False
+        if isinstance(exc, OverBudget):
+            self.reasons.append(f"not finished: {exc}")
+        elif isinstance(exc, _NUMERIC_ERRORS):
+            self.reasons.append(f"numerical trouble in {self.where}: {_describe_exc(exc)}")
+        else:
+            self.internal = f"internal error in {self.where}: {_describe_exc(exc)}"
+            self.reasons.append(self.internal)
+            self.notes.append("traceback: " + _tb(exc))
+        return True
+
+
+def over_budget(claim: Claim, setting: Setting) -> str | None:
+    """Why a run of ``claim`` at ``setting`` would be refused before running (its estimated
+    memory or work is over the profile's budget in :data:`BUDGETS`), or ``None``."""
+    return _over_budget(claim, setting)
+
+
 def _over_budget(claim: Claim, setting: Setting) -> str | None:
     try:
         cost = claim.estimate(setting)
+    except BadInput:
+        raise
     except (OverflowError, ValueError, ZeroDivisionError) as exc:
         return f"the work of this setting cannot be estimated ({_describe_exc(exc)})"
     if cost is None:
@@ -365,71 +466,92 @@ def _over_budget(claim: Claim, setting: Setting) -> str | None:
     return None
 
 
-def measure_claim(claim: Claim, setting: Setting, *, progress=None) -> Measurement:
+def measure_claim(claim: Claim, setting: Setting, *,
+                  progress: ProgressFn | None = None) -> Measurement:
     """Run the claim's experiment (no predictions involved) behind the error boundary."""
     t0 = time.perf_counter()
-    budget = _over_budget(claim, setting)
-    if budget is not None:
-        return Measurement({}, [budget], runtime_s=time.perf_counter() - t0)
+    b = _Boundary("the experiment")
+    budget = None
+    with b:
+        budget = _over_budget(claim, setting)
+    if budget is not None or b.reasons:
+        return Measurement({}, [budget] if budget else b.reasons, b.notes,
+                           time.perf_counter() - t0, b.internal)
     run = Run(setting, progress=progress,
               deadline=time.monotonic() + BUDGETS[setting.profile][2])
     values: dict[str, Any] = {}
-    error = None
-    with np.errstate(over="raise", invalid="raise", divide="raise"):
-        try:
-            values = dict(claim.measure(setting, run) or {})
-        except BadInput:
-            raise
-        except _NUMERIC_ERRORS as exc:
-            run.inconclusive(f"numerical trouble in the experiment: {_describe_exc(exc)}")
-        except Exception as exc:  # the error boundary: never a traceback
-            error = f"internal error in the experiment: {_describe_exc(exc)}"
-            run.inconclusive(error)
-            run.notes.append("traceback: " + _tb(exc))
-    return Measurement(values, run.reasons, run.notes, time.perf_counter() - t0, error)
+    with np.errstate(over="raise", invalid="raise", divide="raise"), b:
+        values = dict(claim.measure(setting, run) or {})
+    return Measurement(values, run.reasons + b.reasons, run.notes + b.notes,
+                       time.perf_counter() - t0, b.internal)
 
 
 def _tb(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))[-2000:]
 
 
-def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
-                predict: Mapping[str, Any] | None = None, progress=None,
-                constants: dict[str, Any] | None = None) -> Verdict:
-    """Judge a measurement against the claim's (or the user's) predictions."""
-    t0 = time.perf_counter()
-    if constants is None:
-        constants = claim.constants(setting)
+def _check_constants(claim: Claim, constants: Mapping[str, Any]) -> None:
     preds = getattr(claim, "predictions", None)
     if preds is not None and set(constants) != set(preds):
         raise TypeError(f"{claim.id}: constants() keys {sorted(constants)} differ from the "
                         f"declared predictions {sorted(preds)}")
-    predicted = apply_predictions(claim.id, constants, predict or {}, claim.informational)
+    if preds is not None:
+        for k, v in constants.items():
+            items = v if isinstance(v, list) else [v]
+            if not all(isinstance(x, _PLAIN) for x in items):
+                raise TypeError(f"{claim.id}: constant {k!r} is not plain data (float, int, str, "
+                                f"bool, None or a list of those): {type(v).__name__}")
+
+
+def _theory_constants(claim: Claim, setting: Setting) -> tuple[dict | None, _Boundary]:
+    b = _Boundary("the theory")
+    constants = None
+    with np.errstate(over="raise", invalid="raise", divide="raise"), b:
+        constants = claim.constants(setting)
+        _check_constants(claim, constants)
+    return (constants if not b.reasons else None), b
+
+
+def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
+                predict: Mapping[str, Any] | None = None, progress: ProgressFn | None = None,
+                constants: dict[str, Any] | None = None) -> Verdict:
+    """Judge a measurement against the claim's (or the user's) predictions.
+
+    A measurement that could not decide (``run.inconclusive``) is not judged; a ``fails``
+    whose checks together exceed :data:`FALSE_FAIL_MAX` of false-fail probability becomes
+    ``inconclusive`` (the run cannot decide at the stated level)."""
+    t0 = time.perf_counter()
+    tb = None
+    if constants is None:
+        constants, tb = _theory_constants(claim, setting)
+    predicted = (apply_predictions(claim.id, constants, predict or {}, claim.informational)
+                 if constants is not None else {})
     ctx = CheckContext(predicted=predicted, profile=setting.profile, seed=setting.seed,
                        progress=progress)
     internal = measurement.error
+    if tb is not None and tb.reasons:
+        ctx.inconclusive_reasons.extend(tb.reasons)
+        ctx.notes.extend(tb.notes)
+        internal = internal or tb.internal
     for r in measurement.reasons:
         ctx.inconclusive(r)
     ctx.notes.extend(measurement.notes)
-    with np.errstate(over="raise", invalid="raise", divide="raise"):
-        try:
+    b = _Boundary("the judgement")
+    if constants is not None:
+        with np.errstate(over="raise", invalid="raise", divide="raise"), b:
             if claim.is_legacy():
                 claim.check(setting, ctx)
             else:
                 d = claim.derive(setting)
                 if d is not None:
                     ctx.verify_derivation(d)
-                if measurement.values or not measurement.reasons:
+                if not measurement.reasons:
                     claim.judge(setting, predicted, measurement, ctx)
-        except BadInput:
-            raise
-        except _NUMERIC_ERRORS as exc:
-            ctx.inconclusive(f"numerical trouble: {_describe_exc(exc)}")
-        except Exception as exc:
-            internal = internal or f"internal error: {_describe_exc(exc)}"
-            ctx.inconclusive(internal)
-            ctx.notes.append("traceback: " + _tb(exc))
-    if preds is not None:
+    ctx.inconclusive_reasons.extend(b.reasons)
+    ctx.notes.extend(b.notes)
+    internal = internal or b.internal
+    preds = getattr(claim, "predictions", None)
+    if preds is not None and constants is not None:
         unjudged = sorted(k for k in predicted if k not in claim.informational
                           and k not in ctx.judged)
         if unjudged and not ctx.inconclusive_reasons:
@@ -437,6 +559,11 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
                           "exact", "contract: each predicted constant is judged by a check",
                           None, f"not judged: {', '.join(unjudged)}"))
     status, reasons = Verdict.decide(ctx.checks, ctx.inconclusive_reasons)
+    total = float(sum(c.false_fail for c in ctx.checks))
+    if status == "fails" and total > FALSE_FAIL_MAX and not claim.is_legacy():
+        reasons = [f"a check failed, but the checks' false-fail probability totals {total:.2g} "
+                   f"> {FALSE_FAIL_MAX:g}: the run cannot decide at that level"] + reasons
+        status = "inconclusive"
     evidence = dict(ctx.evidence)
     if status == "fails":
         evidence.setdefault(
@@ -460,8 +587,20 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
         derivation=ctx.derivation,
         claim_info=claim.describe(),
         internal_error=internal,
-        planted={k: predicted[k] for k in (predict or {})},
+        planted={k: predicted[k] for k in (predict or {}) if k in predicted},
+        non_default=non_default_keys(setting),
     )
+
+
+def non_default_keys(setting: Setting) -> dict[str, Any]:
+    """The keys of ``setting`` whose value differs from the default setting's at the same
+    profile (``profile`` excluded); the keys the user gave when the defaults cannot be built."""
+    here = setting.as_dict()
+    try:
+        base = type(setting).parse({"profile": setting.profile}).as_dict()
+    except Exception:  # a setting type whose defaults alone do not validate
+        return {k: here[k] for k in setting.given() if k != "profile"}
+    return {k: v for k, v in here.items() if k != "profile" and base.get(k) != v}
 
 
 def run_check(
@@ -470,7 +609,7 @@ def run_check(
     *,
     profile: str | None = None,
     predict: Mapping[str, Any] | None = None,
-    progress=None,
+    progress: ProgressFn | None = None,
 ) -> Verdict:
     """Measure and judge: the one path every caller uses.  ``profile`` re-resolves the
     setting's profile-dependent defaults (it is the setting's ``profile`` key)."""
@@ -478,10 +617,13 @@ def run_check(
         if profile not in PROFILES:
             raise BadInput(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
         setting = setting.with_profile(profile)
-    constants = claim.constants(setting)
-    apply_predictions(claim.id, constants, predict or {}, claim.informational)  # bad input first
-    if claim.is_legacy():
+    constants, tb = _theory_constants(claim, setting)
+    if constants is not None:  # malformed --predict values are bad input before any run
+        apply_predictions(claim.id, constants, predict or {}, claim.informational)
+    if claim.is_legacy() or constants is None:
         m = Measurement({})
     else:
         m = measure_claim(claim, setting, progress=progress)
+    if constants is None:
+        return judge_claim(claim, setting, m, predict=predict, progress=progress)
     return judge_claim(claim, setting, m, predict=predict, progress=progress, constants=constants)

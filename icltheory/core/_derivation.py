@@ -14,6 +14,14 @@ first tier that decides it:
 
 A step that no tier decides is ``undecided``.  ``Derivation.ok`` is true only when every step
 is verified; claims put that into a check, so a broken derivation makes the verdict fail.
+
+*As derived* and *verified*: a step keeps both sides exactly as the claim recorded them, which
+is what reports print.  A side may be an unevaluated SymPy form — ``Subs(e, b, a)``,
+``Derivative(f, t)``, ``Limit(f, t, oo)``, ``Integral``, ``Sum``, ``Product``, or a part
+wrapped in ``UnevaluatedExpr`` — so that a reader sees what was substituted, differentiated or
+taken to the limit; the tiers then verify the sides after ``doit()`` (recorded as
+``lhs_value``/``rhs_value`` and printed as the verified identity).  Sides that hold no such form
+are verified as given.
 """
 
 from __future__ import annotations
@@ -25,8 +33,25 @@ from typing import Any
 __all__ = ["Derivation", "Step", "verify_identity"]
 
 
+#: what each tier means, as reports explain it
+TIERS = {
+    "exact": "cancel(together(lhs − rhs)) = 0: proved",
+    "equals": "SymPy's Expr.equals(0) is True: proved by SymPy's simplification",
+    "numeric": "|lhs − rhs| tiny at random rational points (50 digits): verified with high "
+               "probability, not proved",
+    "arb": "a certified interval enclosure of lhs − rhs (python-flint arb)",
+}
+
+#: SymPy classes that stand for an operation not carried out (see the module docstring)
+_UNEVALUATED = ("UnevaluatedExpr", "Derivative", "Subs", "Limit", "Integral", "Sum", "Product")
+
+
 @dataclass
 class Step:
+    """One recorded step: ``lhs = rhs`` as derived (or a fact), its justification and how it
+    was verified.  ``lhs_value``/``rhs_value``: the sides the tiers verified, when they differ
+    from the recorded ones (unevaluated forms carried out); ``None`` otherwise."""
+
     name: str
     lhs: Any
     rhs: Any
@@ -34,14 +59,33 @@ class Step:
     status: str = "undecided"  # verified | refuted | undecided
     tier: str | None = None
     detail: str = ""
+    lhs_value: Any = None
+    rhs_value: Any = None
+
+    @property
+    def is_fact(self) -> bool:
+        """Whether this is a fact decided by the caller (``Derivation.fact``), not an identity."""
+        return isinstance(self.lhs, str) and isinstance(self.rhs, bool)
+
+    @property
+    def verified_sides(self) -> tuple[Any, Any]:
+        """The two sides the tiers compared (the recorded ones unless they were evaluated)."""
+        return (self.lhs if self.lhs_value is None else self.lhs_value,
+                self.rhs if self.rhs_value is None else self.rhs_value)
+
+    @property
+    def same_on_both_sides(self) -> bool:
+        """Whether both recorded sides print the same (e.g. ``0 = 0``): the claim simplified
+        them before recording, so the report can only show the result."""
+        return not self.is_fact and _latex(self.lhs) == _latex(self.rhs)
 
     def as_dict(self) -> dict[str, Any]:
-        import sympy as sp
-
-        return {
+        """The step as data: both sides as recorded (SymPy ``srepr`` and LaTeX), the verified
+        sides when they differ, why, status and tier."""
+        out = {
             "name": self.name,
-            "lhs": sp.srepr(self.lhs) if isinstance(self.lhs, sp.Basic) else str(self.lhs),
-            "rhs": sp.srepr(self.rhs) if isinstance(self.rhs, sp.Basic) else str(self.rhs),
+            "lhs": _srepr(self.lhs),
+            "rhs": _srepr(self.rhs),
             "lhs_latex": _latex(self.lhs),
             "rhs_latex": _latex(self.rhs),
             "why": self.why,
@@ -49,6 +93,32 @@ class Step:
             "tier": self.tier,
             "detail": self.detail,
         }
+        if self.lhs_value is not None or self.rhs_value is not None:
+            lv, rv = self.verified_sides
+            out["verified_lhs_latex"] = _latex(lv)
+            out["verified_rhs_latex"] = _latex(rv)
+        return out
+
+
+def _srepr(e: Any) -> str:
+    import sympy as sp
+
+    return sp.srepr(e) if isinstance(e, (sp.Basic, sp.MatrixBase)) else str(e)
+
+
+def _evaluated(e: Any) -> Any:
+    """``e`` with its unevaluated forms carried out, or ``None`` when it holds none."""
+    import sympy as sp
+
+    kinds = tuple(getattr(sp, k) for k in _UNEVALUATED)
+    if isinstance(e, (list, tuple)):
+        parts = [_evaluated(x) for x in e]
+        if all(p is None for p in parts):
+            return None
+        return type(e)(x if p is None else p for x, p in zip(e, parts))
+    if isinstance(e, (sp.Basic, sp.MatrixBase)) and e.has(*kinds):
+        return e.doit()
+    return None
 
 
 def _latex(e: Any) -> str:
@@ -75,7 +145,7 @@ def _entries(e: Any) -> list:
     return [sp.sympify(e)]
 
 
-def _exact_zero(d: sp.Expr) -> bool:
+def _exact_zero(d: Any) -> bool:
     import sympy as sp
 
     try:
@@ -84,7 +154,7 @@ def _exact_zero(d: sp.Expr) -> bool:
         return False
 
 
-def _random_point(symbols, rnd: random.Random) -> dict:
+def _random_point(symbols: Any, rnd: random.Random) -> dict[Any, Any]:
     import sympy as sp
 
     pt = {}
@@ -151,7 +221,7 @@ def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> t
     return _arb_tier(undecided)
 
 
-def _arb_tier(diffs) -> tuple[str, str | None, str]:
+def _arb_tier(diffs: Any) -> tuple[str, str | None, str]:
     try:
         import flint
     except ImportError:  # pragma: no cover
@@ -192,11 +262,20 @@ class Derivation:
         return expr
 
     def say(self, paragraph: str) -> None:
+        """Add a paragraph of explanation between steps."""
         self.text.append(paragraph)
 
     def step(self, name: str, lhs: Any, rhs: Any, why: str) -> Step:
-        status, tier, detail = verify_identity(lhs, rhs, seed=len(self.steps))
-        st = Step(name, lhs, rhs, why, status, tier, detail)
+        """Record the step ``lhs = rhs`` (with its justification) and verify it at once.
+
+        The sides are kept as given and shown so in reports; to show what was substituted,
+        differentiated or taken to a limit, pass unevaluated forms (``sp.Subs(e, b, a)``,
+        ``sp.Derivative(f, t)``, ``sp.Limit(f, t, sp.oo)``, ``sp.UnevaluatedExpr(part)``):
+        they are verified after ``doit()``, and both forms are recorded."""
+        lv, rv = _evaluated(lhs), _evaluated(rhs)
+        status, tier, detail = verify_identity(lhs if lv is None else lv,
+                                               rhs if rv is None else rv, seed=len(self.steps))
+        st = Step(name, lhs, rhs, why, status, tier, detail, lv, rv)
         self.steps.append(st)
         return st
 
@@ -209,15 +288,18 @@ class Derivation:
 
     @property
     def ok(self) -> bool:
+        """Whether every step is verified."""
         return all(s.status == "verified" for s in self.steps)
 
     def summary(self) -> dict[str, int]:
+        """How many steps are verified, refuted and undecided."""
         out = {"verified": 0, "refuted": 0, "undecided": 0}
         for s in self.steps:
             out[s.status] += 1
         return out
 
     def as_dict(self) -> dict[str, Any]:
+        """The derivation as data: title, terms, steps and the summary."""
         return {
             "title": self.title,
             "terms": {k: {"latex": _latex(v), "note": self.term_notes.get(k, "")}
@@ -227,7 +309,16 @@ class Derivation:
             "summary": self.summary(),
         }
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: :meth:`to_markdown` rendered with formulas as MathML."""
+        from ..report._html import fragment
+
+        return f'<div class="icltheory-derivation">\n{fragment(self.to_markdown())}</div>\n'
+
     def to_markdown(self, level: int = 2) -> str:
+        """The derivation as Markdown with math: the named terms, then each step as derived
+        (both sides as recorded), the verified identity where unevaluated forms were carried
+        out, and the tier that decided it with its detail."""
         h = "#" * level
         out = [f"{h} Derivation: {self.title}", ""]
         for p in self.text:
@@ -236,16 +327,43 @@ class Derivation:
             out += [f"{h}# Named terms", ""]
             for k, v in self.terms.items():
                 note = self.term_notes.get(k, "")
-                out += [f"- **{k}**" + (f" — {note}" if note else ""), "", "```math",
-                        _latex(v), "```", ""]
-        out += [f"{h}# Steps", ""]
+                out += [f"- **{k}**" + (f" — {note}" if note else ""), "", "  ```math",
+                        _indent(_latex(v), "  "), "  ```", ""]
+        out += [f"{h}# Steps", "",
+                "Each step is shown as derived (both sides as the claim recorded them) and was "
+                "verified when it was recorded, by the first tier that decides it: "
+                + "; ".join(f"**{k}** — {v}" for k, v in TIERS.items()) + ".", ""]
         for i, s in enumerate(self.steps, 1):
-            mark = {"verified": "✅", "refuted": "❌", "undecided": "❔"}[s.status]
-            out += [f"{i}. {mark} **{s.name}** — {s.why}  ", f"   _{s.status}_"
-                    + (f" by tier `{s.tier}`" if s.tier else "") + (f": {s.detail}" if s.detail else ""),
-                    ""]
-            if isinstance(s.lhs, str):
-                out += ["   " + s.lhs, ""]
-            else:
-                out += ["```math", f"{_latex(s.lhs)} = {_latex(s.rhs)}", "```", ""]
+            out += _step_markdown(i, s)
         return "\n".join(out)
+
+
+_MARK = {"verified": "✅", "refuted": "❌", "undecided": "❔"}
+
+
+def _indent(text: str, pad: str) -> str:
+    return "\n".join(pad + line for line in text.splitlines())
+
+
+def _math(tex: str, pad: str = "   ") -> list[str]:
+    return [pad + "```math", _indent(tex, pad), pad + "```", ""]
+
+
+def _step_markdown(i: int, s: Step) -> list[str]:
+    """One step as a numbered list item (its math indented so it stays inside the item)."""
+    out = [f"{i}. {_MARK[s.status]} **{s.name}** — {s.why}", ""]
+    if s.is_fact:
+        out += ["   " + s.lhs, ""]
+    else:
+        out += _math(f"{_latex(s.lhs)} = {_latex(s.rhs)}")
+        if s.lhs_value is not None or s.rhs_value is not None:
+            lv, rv = s.verified_sides
+            out += ["   Carried out, the identity verified is", ""]
+            out += _math(f"{_latex(lv)} = {_latex(rv)}")
+        elif s.same_on_both_sides:
+            out += ["   *Both sides were recorded already simplified to the same expression; "
+                    "the justification says how each was obtained.*", ""]
+    verdict = {"verified": "Verified", "refuted": "Refuted", "undecided": "Undecided"}[s.status]
+    line = f"   {verdict}" + (f" by tier **{s.tier}**" if s.tier else "")
+    out += [line + (f": {s.detail}" if s.detail else "") + ".", ""]
+    return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 from importlib import metadata
+from typing import Any, Iterable
 
 from ._claim import Claim
 from ._errors import BadInput
@@ -29,7 +30,7 @@ _EXTRA: dict[str, Claim] = {}
 _ERRORS: list[str] = []
 
 
-def _claims_of(obj) -> list:
+def _claims_of(obj: Any) -> list[Any]:
     if isinstance(obj, Claim):
         return [obj]
     if isinstance(obj, (list, tuple)):
@@ -44,7 +45,12 @@ def _claims_of(obj) -> list:
 def _load() -> dict[str, Claim]:
     found: dict[str, Claim] = {}
     _ERRORS.clear()
-    eps = sorted(metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.value))
+    def builtin(ep: metadata.EntryPoint) -> bool:
+        return getattr(getattr(ep, "dist", None), "name", None) == "icltheory"
+
+    # built-in papers first: a plug-in cannot replace a built-in claim id
+    eps = sorted(metadata.entry_points(group=GROUP),
+                 key=lambda e: (not builtin(e), e.name, e.value))
     seen_values = set()
     for ep in eps:
         if ep.value in seen_values:  # the same distribution seen twice on sys.path
@@ -58,6 +64,11 @@ def _load() -> dict[str, Claim]:
         for claim in claims:
             if not isinstance(claim, Claim):
                 _ERRORS.append(f"{ep.name}: holds a non-Claim {claim!r}")
+                continue
+            if claim.is_legacy() and not builtin(ep):
+                _ERRORS.append(f"{ep.name}: claim {claim.id!r} declares no predictions (the "
+                               "claim contract requires predictions, planted errors, measure "
+                               "and judge); not registered")
                 continue
             if claim.id in found and found[claim.id] is not claim:
                 _ERRORS.append(f"{ep.name}: claim id {claim.id!r} declared twice; kept the first")
@@ -104,5 +115,6 @@ def get_claim(claim_id: str) -> Claim:
     return claims[claim_id]
 
 
-def resolve_claims(ids) -> list[Claim]:
+def resolve_claims(ids: Iterable[str]) -> list[Claim]:
+    """The claims with these ids, in order (each unknown id is :class:`BadInput`)."""
     return [get_claim(i) for i in ids]

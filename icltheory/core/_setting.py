@@ -106,6 +106,7 @@ class _Spec:
                 raise SettingError(key, f"needs at least {self.min_len} value(s)")
             return tuple(self._check_range(key, _to_float(key, v)) for v in items)
         if self.kind == "choice":
+            assert self.choices is not None
             if not isinstance(value, str):
                 raise SettingError(key, f"expected one of {', '.join(self.choices)}, got {value!r}")
             text = value.strip()
@@ -212,11 +213,11 @@ def _to_list(key: str, value: Any, max_len: int) -> list:
     return items
 
 
-def _field(default: Any, spec: _Spec):
+def _field(default: Any, spec: _Spec) -> Any:
     return field(default=default, metadata={"spec": spec})
 
 
-def _by_profile(by_profile) -> tuple | None:
+def _by_profile(by_profile: Sequence[Any] | None) -> tuple[Any, ...] | None:
     if by_profile is None:
         return None
     t = tuple(by_profile)
@@ -225,11 +226,30 @@ def _by_profile(by_profile) -> tuple | None:
     return t
 
 
+def _declared(default: Any, spec: _Spec) -> Any:
+    """Check a field declaration: a profile default needs ``default=None`` and must itself be
+    a valid value (a declaration error is the author's, not the user's)."""
+    if spec.by_profile is not None:
+        if default is not None:
+            raise TypeError("a by_profile field needs default=None (the profile supplies it)")
+        for v in spec.by_profile:
+            try:
+                spec.convert("by_profile", v)
+            except SettingError as exc:
+                raise TypeError(f"by_profile value {v!r} is invalid: {exc.problem}") from None
+    if default is not None and spec.kind != "choice":
+        try:
+            spec.convert("default", default)
+        except SettingError as exc:
+            raise TypeError(f"default {default!r} is invalid: {exc.problem}") from None
+    return _field(default, spec)
+
+
 def Int(default: int | None, *, doc: str, min: int | None = None, max: int | None = None,
-        by_profile: Sequence[int] | None = None, sample: tuple | None = None):
+        by_profile: Sequence[int] | None = None, sample: tuple[Any, ...] | None = None) -> Any:
     """An integer field; ``None`` default means "derived" (by ``by_profile`` or ``_resolve``)."""
-    return _field(default, _Spec("int", doc, min=min, max=max, optional=default is None,
-                                 by_profile=_by_profile(by_profile), sample=sample))
+    return _declared(default, _Spec("int", doc, min=min, max=max, optional=default is None,
+                                    by_profile=_by_profile(by_profile), sample=sample))
 
 
 def Float(
@@ -241,7 +261,7 @@ def Float(
     positive: bool = False,
     by_profile: Sequence[float] | None = None,
     sample: tuple | None = None,
-):
+) -> Any:
     """A finite float; ``positive=True`` requires > 0."""
     spec = _Spec(
         "float",
@@ -253,7 +273,7 @@ def Float(
         by_profile=_by_profile(by_profile),
         sample=sample,
     )
-    return _field(default, spec)
+    return _declared(default, spec)
 
 
 def Floats(
@@ -266,7 +286,7 @@ def Floats(
     max_len: int = DEFAULT_MAX_LEN,
     length: str | None = None,
     sample: tuple | None = None,
-):
+) -> Any:
     """A list of finite floats (comma-separated on the command line).
 
     ``length="D"``: the list must have as many entries as the int key ``D`` (checked for every
@@ -279,7 +299,8 @@ def Floats(
     return _field(d, spec)
 
 
-def Choice(default: str, choices: Sequence[str], *, doc: str, sample: bool | tuple = False):
+def Choice(default: str, choices: Sequence[str], *, doc: str,
+           sample: bool | tuple[str, ...] = False) -> Any:
     """One of ``choices``; ``sample=True`` lets random settings draw any of them (or a tuple:
     the ones to draw)."""
     return _field(default, _Spec("choice", doc, choices=tuple(choices),
@@ -287,7 +308,7 @@ def Choice(default: str, choices: Sequence[str], *, doc: str, sample: bool | tup
                                          (tuple(sample) if sample else None))))
 
 
-def Text(default: str | None, *, doc: str, sample: tuple | None = None):
+def Text(default: str | None, *, doc: str, sample: tuple[str, ...] | None = None) -> Any:
     """A free-text field (e.g. an expression); parsed and validated by the claim."""
     return _field(default, _Spec("text", doc, optional=default is None, sample=sample))
 
@@ -314,14 +335,22 @@ class Setting:
             if spec is not None:
                 value = spec.convert(f.name, getattr(self, f.name))
                 object.__setattr__(self, f.name, value)
-                if value is not None:
+                default = spec.convert(f.name, f.default) if f.default is not None else None
+                if value is not None and value != default:
                     given[f.name] = value
         object.__setattr__(self, "_given", given)
         for f in dataclasses.fields(self):
             spec = f.metadata.get("spec")
             if spec is not None and spec.by_profile is not None and getattr(self, f.name) is None:
                 self._set(f.name, spec.by_profile[PROFILES.index(self.profile)])
-        self._resolve()
+        try:
+            self._resolve()
+        except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
+            if isinstance(exc, BadInput):
+                raise
+            raise SettingError("setting", f"its derived defaults cannot be computed "
+                                          f"({type(exc).__name__}: {exc}); the values are too "
+                                          "extreme") from None
         for f in dataclasses.fields(self):
             spec = f.metadata.get("spec")
             if spec is not None and spec.length is not None and getattr(self, f.name) is not None:
@@ -329,7 +358,13 @@ class Setting:
                 if n is not None and len(getattr(self, f.name)) != n:
                     raise SettingError(f.name, f"has {len(getattr(self, f.name))} values but "
                                                f"{spec.length}={n}")
-        self._validate()
+        try:
+            self._validate()
+        except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
+            if isinstance(exc, BadInput):
+                raise
+            raise SettingError("setting", f"cannot be validated ({type(exc).__name__}: {exc}); "
+                                          "the values are too extreme") from None
 
     # hooks ---------------------------------------------------------------------------------
     def _resolve(self) -> None:
@@ -345,6 +380,7 @@ class Setting:
     # construction ------------------------------------------------------------------------
     @classmethod
     def keys(cls) -> list[str]:
+        """Every key of this setting type (the dataclass fields, ``seed`` and ``profile`` included)."""
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod
@@ -354,6 +390,8 @@ class Setting:
         values: dict[str, Any] = {}
         for key, value in raw.items():
             key = cls.aliases.get(key, key)
+            if key in values:
+                raise SettingError(key, "given twice (under two names)")
             if key not in known:
                 raise SettingError(
                     key, f"unknown key for {cls.__name__}; valid keys: {', '.join(sorted(known))}"
@@ -362,8 +400,13 @@ class Setting:
         return cls(**values)
 
     def given(self) -> dict[str, Any]:
-        """The values the setting was built from (before derived defaults were filled)."""
+        """The values set away from their declared defaults (derived defaults excluded)."""
         return dict(self._given)  # type: ignore[attr-defined]
+
+    def replace(self, **changes: Any) -> "Setting":
+        """A new setting with ``changes`` applied to the given values (derived defaults are
+        derived again)."""
+        return type(self).parse({**self.given(), **changes})
 
     def with_profile(self, profile: str) -> "Setting":
         """The same user values under another profile (derived defaults resolved again)."""
@@ -383,6 +426,7 @@ class Setting:
 
     @classmethod
     def field_specs(cls) -> dict[str, _Spec]:
+        """Each key's specification (kind, bounds, default per profile, sample range, meaning)."""
         return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls)}
 
     @classmethod

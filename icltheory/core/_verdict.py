@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -64,6 +64,7 @@ class Check:
     false_fail: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready data."""
         return {
             "name": self.name,
             "predicted": self.predicted,
@@ -104,7 +105,7 @@ class Plot:
     logy: bool = False
     caption: str = ""
 
-    def to_figure(self):
+    def to_figure(self) -> Any:
         """This plot as a matplotlib ``Figure`` (for notebooks)."""
         from ..report._figures import to_figure
 
@@ -119,7 +120,8 @@ class CheckContext:
     predicted value is then read from ``predicted``) or ``judges=`` (the constants a composite
     prediction was computed from)."""
 
-    def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int, progress=None):
+    def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int,
+                 progress: Callable[[float, str], None] | None = None):
         self.predicted = predicted
         self.profile = profile
         self.seed = seed
@@ -137,7 +139,7 @@ class CheckContext:
         """A generator determined by the seed and a stream id (same seed → same numbers)."""
         return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
 
-    def by_profile(self, quick, standard, thorough):
+    def by_profile(self, quick: Any, standard: Any, thorough: Any) -> Any:
         """Legacy: pick a size by the profile.  New settings declare ``by_profile=`` fields,
         so that the recorded setting says what ran."""
         return {"quick": quick, "standard": standard, "thorough": thorough}[self.profile]
@@ -149,18 +151,23 @@ class CheckContext:
 
     # -- recorders ---------------------------------------------------------------------------
     def measure(self, key: str, value: Any) -> None:
+        """Record a measured value for the report."""
         self.measured[key] = value
 
     def note(self, text: str) -> None:
+        """Record a remark for the report (no effect on the verdict)."""
         self.notes.append(text)
 
     def plot(self, plot: Plot) -> None:
+        """Attach a figure (drawn by the report layer)."""
         self.plots.append(plot)
 
     def inconclusive(self, reason: str) -> None:
+        """Record why the claim cannot be decided (the verdict becomes ``inconclusive``)."""
         self.inconclusive_reasons.append(reason)
 
     def add(self, check: Check) -> Check:
+        """Record a ready-made :class:`Check` (the recorders below build them)."""
         self.checks.append(check)
         return check
 
@@ -169,18 +176,21 @@ class CheckContext:
         """The predicted constants judged by the checks recorded so far."""
         return {k for c in self.checks for k in c.judges}
 
-    def _resolve(self, predicted, key, judges) -> tuple[Any, tuple[str, ...]]:
+    def _resolve(self, predicted: Any, key: str | None,
+                 judges: Iterable[str]) -> tuple[Any, tuple[str, ...]]:
         keys = tuple([key] if key is not None else []) + tuple(judges)
         for k in keys:
             if k not in self.predicted:
                 raise KeyError(f"check judges {k!r}, which is not a predicted constant")
+        if predicted is not _UNSET and key is not None:
+            raise TypeError("give predicted= or key=, not both")
         if predicted is _UNSET:
             if key is None:
                 raise TypeError("give predicted= or key=")
             predicted = self.predicted[key]
         return predicted, keys
 
-    def verify_derivation(self, derivation) -> Check:
+    def verify_derivation(self, derivation: Any) -> Check:
         """Attach ``derivation`` to the report and record a check that every step is verified."""
         self.derivation = derivation
         return self.condition("derivation verified", derivation.ok, predicted="all steps verified",
@@ -221,13 +231,13 @@ class CheckContext:
             m = np.asarray(measured, dtype=float)
         except (TypeError, ValueError):
             return self.add(Check(name, _plain(predicted), _plain(measured),
-                                  {"rtol": rtol, "atol": atol}, why, False,
+                                  {"rtol": rtol, "atol": atol}, why, None,
                                   "predicted and measured are not comparable numbers", keys,
                                   float(false_fail)))
         tol = {"rtol": rtol, "atol": atol}
-        if p.shape != m.shape:
+        if p.shape != m.shape:  # undecided: a claim meaning "wrong count" uses condition()
             return self.add(
-                Check(name, _plain(predicted), _plain(measured), tol, why, False,
+                Check(name, _plain(predicted), _plain(measured), tol, why, None,
                       f"shape mismatch: predicted {p.shape}, measured {m.shape}", keys,
                       float(false_fail))
             )
@@ -249,39 +259,71 @@ class CheckContext:
         self,
         name: str,
         *,
-        mean: float,
-        stderr: float,
-        n: int,
+        mean: float | None = None,
+        stderr: float | None = None,
+        n: int | None = None,
+        samples: Any = None,
         predicted: Any = _UNSET,
         key: str | None = None,
         judges: Iterable[str] = (),
         alpha: float = 1e-3,
         m_tests: int = 1,
+        skew: float | None = None,
         why: str = "",
     ) -> Check:
-        """Two-sided z-test of ``mean`` (standard error ``stderr`` from ``n`` samples).
+        """Two-sided test of a Monte Carlo mean against its prediction.
 
-        Its false-fail probability is ``alpha / m_tests`` (Bonferroni: the ``m_tests`` tests
-        of one family together have at most ``alpha``)."""
+        Give the i.i.d. ``samples`` (preferred: mean, standard error and skewness are computed
+        from them) or ``mean``, ``stderr`` and ``n`` (and optionally the samples' ``skew``).
+        The critical value is Student's t with n − 1 degrees of freedom, shifted by the
+        Cornish–Fisher term g(t² − 1)/6 for the skewness g = skew/√n of the mean, so the stated
+        false-fail probability ``alpha / m_tests`` holds for skewed samples too (to O(1/n)); a
+        mean too skewed for that correction (|g| > 0.5) or fewer than 30 samples is undecided.
+        Bonferroni: the ``m_tests`` tests of one family together have at most ``alpha``."""
         predicted, keys = self._resolve(predicted, key, judges)
+        if samples is not None:
+            x = np.asarray(samples, dtype=float).ravel()
+            n = int(x.size)
+            mean = float(x.mean()) if n else float("nan")
+            if n > 1:
+                sd = float(x.std(ddof=1))
+                stderr = sd / math.sqrt(n)
+                skew = float(np.mean((x - mean) ** 3) / sd**3) if sd > 0 else 0.0
+            else:
+                stderr = float("nan")
+        if mean is None or stderr is None or n is None:
+            raise TypeError("ztest needs samples= or mean=, stderr= and n=")
         a = alpha / m_tests
-        zcrit = z_critical(a)
-        tol = {"z_critical": zcrit, "alpha": alpha, "bonferroni_m": m_tests, "n": n,
-               "stderr": float(stderr)}
+        mean, predicted, stderr = float(mean), float(predicted), float(stderr)
         reason = why or (
-            f"Monte Carlo with n={n}: two-sided z-test at significance {alpha:g}"
+            f"Monte Carlo with n={n}: two-sided test at significance {alpha:g}"
             + (f" (Bonferroni over {m_tests} tests)" if m_tests > 1 else "")
         )
-        mean, predicted = float(mean), float(predicted)
+        if n < 30:
+            return self.add(Check(name, predicted, mean, {"alpha": alpha, "n": n}, reason, None,
+                                  f"only {n} samples: too few for a test at significance {a:.2g}",
+                                  keys, a))
+        from scipy.special import stdtrit
+
+        tcrit = float(stdtrit(n - 1, 1.0 - a / 2.0))
+        g = (skew or 0.0) / math.sqrt(n)
+        shift = g * (tcrit * tcrit - 1.0) / 6.0
+        hi, lo = tcrit + shift, -tcrit + shift
+        tol = {"critical": [lo, hi], "alpha": alpha, "bonferroni_m": m_tests, "n": n,
+               "stderr": stderr, "skewness_of_mean": g}
         if not (math.isfinite(mean) and math.isfinite(stderr) and math.isfinite(predicted)) \
                 or stderr <= 0:
             return self.add(Check(name, predicted, mean, tol, reason, None,
                                   "standard error is zero or non-finite", keys, a))
+        if abs(g) > 0.5:
+            return self.add(Check(name, predicted, mean, tol, reason, None,
+                                  f"the mean's skewness {g:.2g} is too large for a normal "
+                                  "approximation at this sample size", keys, a))
         z = (mean - predicted) / stderr
-        passed = abs(z) <= zcrit
+        passed = lo <= z <= hi
         return self.add(
             Check(name, predicted, mean, tol, reason, bool(passed),
-                  f"z = {z:+.3f} (critical ±{zcrit:.3f})", keys, a)
+                  f"t = {z:+.3f} (accept [{lo:.3f}, {hi:.3f}])", keys, a)
         )
 
     def bound(
@@ -305,6 +347,11 @@ class CheckContext:
         if not math.isfinite(K):
             return self.add(Check(name, K, certified_lower, tol, why, None, "non-finite bound",
                                   (key,), 0.0))
+        if not math.isfinite(certified_lower) or (
+                proved_upper is not None and not certified_lower <= proved_upper):
+            return self.add(Check(name, K, certified_lower, tol, why, None,
+                                  "inconsistent certificates (witness above the proved bound, or "
+                                  "non-finite)", (key,), 0.0))
         if K < certified_lower:
             passed, detail = False, (f"K = {K:.6g} < certified witness value {certified_lower:.6g}"
                                      + (f" ({witness})" if witness else ""))
@@ -361,6 +408,9 @@ class Verdict:
     internal_error: str | None = None
     #: the predicted constants that were replaced by the user's values (``--predict``)
     planted: dict[str, Any] = field(default_factory=dict)
+    #: the setting keys whose value differs from the default setting at the same profile
+    #: (``profile`` itself excluded): what a report states beside the verdict
+    non_default: dict[str, Any] = field(default_factory=dict)
 
     @property
     def false_fail(self) -> float:
@@ -369,10 +419,13 @@ class Verdict:
 
     @property
     def judged(self) -> list[str]:
+        """The predicted constants judged by at least one check."""
         return sorted({k for c in self.checks for k in c.judges})
 
     @staticmethod
     def decide(checks: Sequence[Check], inconclusive_reasons: Sequence[str]) -> tuple[str, list[str]]:
+        """The verdict and its reasons: ``fails`` if a check failed, else ``inconclusive`` if a
+        check was undecided, a reason was given or no check ran, else ``holds``."""
         reasons = list(inconclusive_reasons)
         if any(c.passed is False for c in checks):
             failed = [c.name for c in checks if c.passed is False]
@@ -387,6 +440,7 @@ class Verdict:
         return "holds", []
 
     def failed_checks(self) -> list[Check]:
+        """The checks that failed."""
         return [c for c in self.checks if c.passed is False]
 
     def as_dict(self) -> dict[str, Any]:
@@ -407,6 +461,7 @@ class Verdict:
             "notes": self.notes,
             "false_fail_bound": self.false_fail,
             "judged": self.judged,
+            "non_default": self.non_default,
         }
         if self.planted:
             out["planted_predictions"] = self.planted
@@ -429,9 +484,18 @@ class Verdict:
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
+        """Jupyter's Markdown view: the badge, the reasons and the checks table."""
         from ..report._markdown import verdict_markdown
 
         return verdict_markdown(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's HTML view: the Markdown view rendered with formulas as MathML (the same
+        renderer as ``icltheory report --html``)."""
+        from ..report._html import fragment
+        from ..report._markdown import verdict_markdown
+
+        return f'<div class="icltheory-verdict">\n{fragment(verdict_markdown(self))}</div>\n'
 
 
 def parse_prediction(key: str, text: str) -> Any:

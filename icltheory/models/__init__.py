@@ -2,4 +2,3 @@
 
 from . import _softmax_regression as softmax_regression  # noqa: F401
 from . import _categorical as categorical  # noqa: F401
-from . import _nonlinear_icl as nonlinear_icl  # noqa: F401

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import Plot
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 __all__ = ["render_png"]
 
 _STYLE = {"line": "-", "dashed": "--", "dotted": ":", "points": "o"}
 
 
-def _draw(ax, plot: Plot) -> None:
+def _draw(ax: Any, plot: Plot) -> None:
     for s in plot.series:
         x = np.asarray(s.x, dtype=float)
         y = np.asarray(s.y, dtype=float)
@@ -22,20 +26,20 @@ def _draw(ax, plot: Plot) -> None:
         else:
             ax.plot(x, y, _STYLE.get(s.style, "-"), lw=1.4, label=s.label,
                     color=s.color, alpha=s.alpha)
-    for y, label in plot.hlines:
-        ax.axhline(y, color="0.45", lw=0.8, ls=":")
+    for yh, label in plot.hlines:
+        ax.axhline(yh, color="0.45", lw=0.8, ls=":")
         if label:
-            ax.annotate(label, xy=(1.0, y), xycoords=("axes fraction", "data"),
+            ax.annotate(label, xy=(1.0, yh), xycoords=("axes fraction", "data"),
                         xytext=(2, 0), textcoords="offset points", fontsize=7,
                         va="center", color="0.3")
-    for x, label in plot.vlines:
-        ax.axvline(x, color="0.6", lw=0.8, ls="--")
+    for xv, label in plot.vlines:
+        ax.axvline(xv, color="0.6", lw=0.8, ls="--")
         if label:
-            ax.annotate(label, xy=(x, 1.0), xycoords=("data", "axes fraction"),
+            ax.annotate(label, xy=(xv, 1.0), xycoords=("data", "axes fraction"),
                         xytext=(2, -10), textcoords="offset points", fontsize=7,
                         rotation=90, va="top", color="0.3")
-    for x, y, text in plot.annotations:
-        ax.annotate(text, xy=(x, y), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    for xa, ya, text in plot.annotations:
+        ax.annotate(text, xy=(xa, ya), xytext=(4, 4), textcoords="offset points", fontsize=7)
     if plot.logx:
         ax.set_xscale("log")
     if plot.logy:
@@ -47,10 +51,10 @@ def _draw(ax, plot: Plot) -> None:
         ax.legend(fontsize=7, loc="best")
 
 
-_RC = {"svg.hashsalt": "icltheory", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
+_RC: dict[RcKeyType, Any] = {"svg.hashsalt": "icltheory", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
 
 
-def to_figure(plot: Plot):
+def to_figure(plot: Plot) -> Any:
     """A matplotlib ``Figure`` (not attached to pyplot's state) drawing ``plot``."""
     from matplotlib.figure import Figure
 

@@ -13,6 +13,8 @@ __all__ = ["jsonable", "dumps"]
 
 
 def jsonable(v: Any) -> Any:
+    """A JSON-ready copy of ``v``: NumPy scalars and arrays, fractions and SymPy numbers as
+    numbers, non-finite floats as text (``"inf"``), other objects through ``as_dict`` or ``str``."""
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, (int, np.integer)):
@@ -45,4 +47,5 @@ def jsonable(v: Any) -> Any:
 
 
 def dumps(v: Any, indent: int | None = 2) -> str:
+    """JSON text of ``v`` (through :func:`jsonable`; UTF-8, no NaN)."""
     return json.dumps(jsonable(v), indent=indent, ensure_ascii=False, allow_nan=False)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from ..core import Verdict, all_claims
-from ._atomic import atomic_write_bytes, atomic_write_text
-from ._figures import render_png
+import numpy as np
+
+from ..core import Check, Verdict
 from ._json import dumps, jsonable
 
-__all__ = ["render_markdown", "write_reports", "write_index", "fmt"]
+__all__ = ["render_markdown", "verdict_markdown", "fmt", "summarize", "check_cells", "BADGE"]
 
-_BADGE = {"holds": "✅ holds", "fails": "❌ fails", "inconclusive": "❔ inconclusive"}
+#: a list with more entries than this is summarised in reports (all values stay in the JSON)
+SHORT = 8
+
+#: the verdict as shown in reports
+BADGE = {"holds": "✅ holds", "fails": "❌ fails", "inconclusive": "❔ inconclusive"}
 
 
 def fmt(v: Any, digits: int = 6) -> str:
+    """A value as short text: floats to ``digits`` significant digits, long lists cut to 12
+    entries (with the count), dicts as ``key=value`` pairs."""
     v = jsonable(v)
     if isinstance(v, float):
         return f"{v:.{digits}g}"
@@ -29,29 +33,115 @@ def fmt(v: Any, digits: int = 6) -> str:
     return str(v)
 
 
-def _cell(text: str) -> str:
+def _numbers(v: Any) -> np.ndarray | None:
+    """``v`` as a float array when it is a (nested) list of numbers, else ``None``."""
+    v = jsonable(v)
+    if not isinstance(v, list):
+        return None
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return a if a.dtype == float and a.ndim >= 1 else None
+
+
+def _where(a: np.ndarray, k: int) -> str:
+    if a.ndim == 1:
+        return f"index {k}"
+    return "entry (" + ", ".join(str(int(i)) for i in np.unravel_index(k, a.shape)) + ")"
+
+
+def _shape(a: np.ndarray) -> str:
+    return f"{a.size} values" if a.ndim == 1 else "×".join(map(str, a.shape)) + " array"
+
+
+def _range(a: np.ndarray, digits: int) -> str:
+    finite = a[np.isfinite(a)]
+    if finite.size == 0:
+        return "no finite value"
+    text = f"in [{fmt(float(finite.min()), digits)}, {fmt(float(finite.max()), digits)}]"
+    if finite.size < a.size:
+        text += f", {a.size - finite.size} not finite"
+    return text
+
+
+def summarize(v: Any, digits: int = 6) -> str:
+    """A value as short text for a report: like :func:`fmt`, but a list of more than
+    ``SHORT`` numbers becomes its size, range, first and last values (the JSON sidecar keeps
+    every value)."""
+    a = _numbers(v)
+    if a is None or a.size <= SHORT:
+        return fmt(v, digits)
+    flat = a.ravel()
+    ends = f"first {fmt(float(flat[0]), digits)}, last {fmt(float(flat[-1]), digits)}"
+    return f"{_shape(a)} {_range(a, digits)}; {ends}"
+
+
+def _worst(c: Check, p: np.ndarray, m: np.ndarray) -> int | None:
+    """The flat index where ``m`` is farthest from ``p`` relative to a ``close`` tolerance."""
+    tol = c.tolerance
+    if not (isinstance(tol, dict) and {"rtol", "atol"} <= set(tol)) or p.shape != m.shape:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        err = np.abs(m - p)
+        bound = float(tol["atol"]) + float(tol["rtol"]) * np.abs(p)
+        ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0),
+                         np.where(err > 0, np.inf, 0.0))
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)  # a non-finite value is the worst point
+    return int(np.argmax(ratio)) if ratio.size else None
+
+
+def check_cells(c: Check, digits: int = 6) -> tuple[str, str]:
+    """The predicted and measured cells of a check's row.  A vector check shows its size and
+    range and the values at the point of largest error relative to the tolerance (the check's
+    detail says how many values are within tolerance); the JSON sidecar keeps every value."""
+    p, m = _numbers(c.predicted), _numbers(c.measured)
+    if p is None or m is None or max(p.size, m.size) <= SHORT:
+        return summarize(c.predicted, digits), summarize(c.measured, digits)
+    k = _worst(c, p, m)
+    if k is None:
+        return summarize(c.predicted, digits), summarize(c.measured, digits)
+    where = _where(p, k)
+    fine = max(digits, 10)  # enough digits to show the difference at that point
+    return (f"{_shape(p)} {_range(p, digits)}; at {where}: {fmt(float(p.ravel()[k]), fine)}",
+            f"{_shape(m)} {_range(m, digits)}; at {where}: {fmt(float(m.ravel()[k]), fine)}")
+
+
+def _is_vector(c: Check) -> bool:
+    return any(a is not None and a.size > SHORT for a in (_numbers(c.predicted),
+                                                          _numbers(c.measured)))
+
+
+def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
+    """The Markdown report of one verdict (``figure_names``: its figures under ``figures/``).
+
+    Everything shown comes from the verdict (``claim_info`` carries title, source, statement
+    and provenance); nothing depends on the run time, so a rerun gives the same bytes."""
     from types import SimpleNamespace
 
     claim = SimpleNamespace(**{"id": verdict.claim, "title": "", "source": "", "statement": "",
                                "provenance": "", **verdict.claim_info})
     out: list[str] = []
     out += [f"# `{claim.id}` — {claim.title}", ""]
-    out += [f"**Verdict: {_BADGE[verdict.verdict]}**"
+    out += [f"**Verdict: {BADGE[verdict.verdict]}**"
             + (f" — {'; '.join(verdict.reasons)}" if verdict.reasons else ""), ""]
     out += [f"- Source: {claim.source}", f"- Provenance of the statement: {claim.provenance}",
-            f"- Seed {verdict.seed}, profile `{verdict.profile}`, runtime {verdict.runtime_s:.2f} s",
+            f"- Seed {verdict.seed}, profile `{verdict.profile}`; "
+            + (f"non-default setting: {_cell(fmt(verdict.non_default))}" if verdict.non_default
+               else "default setting"),
             ""]
     out += ["## Statement", "", "```math", claim.statement.strip(), "```", ""]
     out += ["## Setting", "", "| key | value |", "|---|---|"]
     for k, v in verdict.setting.items():
-        out.append(f"| `{k}` | {_cell(fmt(v))} |")
+        mark = " (non-default)" if k in verdict.non_default else ""
+        out.append(f"| `{k}` | {_cell(fmt(v))}{mark} |")
     out += ["", "## Predicted constants", "", "| key | value |", "|---|---|"]
     for k, v in verdict.predicted.items():
-        out.append(f"| `{k}` | {_cell(fmt(v, 8))} |")
+        out.append(f"| `{k}` | {_cell(summarize(v, 8))} |")
     out += ["", "## Checks", "",
             "| check | predicted | measured | tolerance | why this tolerance | result |",
             "|---|---|---|---|---|---|"]
@@ -59,14 +149,19 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
         res = {True: "✅ pass", False: "❌ FAIL", None: "❔ undecided"}[c.passed]
         if c.detail:
             res += f" ({c.detail})"
+        pred, meas = check_cells(c)
         out.append(
-            f"| {_cell(c.name)} | {_cell(fmt(c.predicted))} | {_cell(fmt(c.measured))} | "
+            f"| {_cell(c.name)} | {_cell(pred)} | {_cell(meas)} | "
             f"{_cell(fmt(c.tolerance, 3))} | {_cell(c.why)} | {_cell(res)} |"
         )
+    if any(_is_vector(c) for c in verdict.checks):
+        out += ["", f"A check of more than {SHORT} values shows their range and the values at the "
+                "point farthest from the prediction relative to the tolerance; every value is "
+                f"in the JSON sidecar `{verdict.claim}.json` (`checks`)."]
     if verdict.measured:
         out += ["", "## Measured", "", "| key | value |", "|---|---|"]
         for k, v in verdict.measured.items():
-            out.append(f"| `{k}` | {_cell(fmt(v))} |")
+            out.append(f"| `{k}` | {_cell(summarize(v))} |")
     if verdict.evidence:
         out += ["", "## Evidence", "", "```json", dumps(verdict.evidence)[:6000], "```"]
     if figure_names:
@@ -85,69 +180,12 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
 
 def verdict_markdown(v: Verdict) -> str:
     """A short Markdown view of a verdict (notebooks): badge, reasons, the checks table."""
-    out = [f"**`{v.claim}`: {_BADGE[v.verdict]}**"
+    out = [f"**`{v.claim}`: {BADGE[v.verdict]}**"
            + (f" — {'; '.join(v.reasons)}" if v.reasons else ""), "",
            "| check | predicted | measured | result |", "|---|---|---|---|"]
     for c in v.checks:
         res = {True: "✅", False: "❌", None: "❔"}[c.passed]
-        out.append(f"| {_cell(c.name)} | {_cell(fmt(c.predicted))} | {_cell(fmt(c.measured))} | "
+        pred, meas = check_cells(c)
+        out.append(f"| {_cell(c.name)} | {_cell(pred)} | {_cell(meas)} | "
                    f"{res} {_cell(c.detail)} |")
     return "\n".join(out)
-
-
-def _slug(claim_id: str) -> str:
-    return claim_id
-
-
-def write_reports(verdicts: Iterable[Verdict], out_dir: str | Path = "reports") -> list[Path]:
-    """Write per-claim Markdown + JSON + figures, then refresh ``index.md``.
-
-    Everything is rendered in memory first; each file is then written atomically.
-    """
-    out = Path(out_dir)
-    pending: list[tuple[Path, bytes]] = []
-    for v in verdicts:
-        info = v.claim_info
-        slug = _slug(v.claim)
-        names = [f"{slug}-{k + 1}.png" for k in range(len(v.plots))]
-        for name, plot in zip(names, v.plots):
-            pending.append((out / "figures" / name, render_png(plot)))
-        md = render_markdown(v, names)
-        data = v.as_dict()
-        for k in ("title", "source", "statement", "provenance"):
-            data[k] = info.get(k, "")
-        data["figures"] = [f"figures/{n}" for n in names]
-        if v.derivation is not None:
-            data["derivation"] = v.derivation.as_dict()
-        pending.append((out / f"{slug}.md", md.encode("utf-8")))
-        pending.append((out / f"{slug}.json", dumps(data).encode("utf-8")))
-    written = []
-    for path, blob in pending:
-        atomic_write_bytes(path, blob)
-        written.append(path)
-    written.append(write_index(out))
-    return written
-
-
-def write_index(out_dir: str | Path) -> Path:
-    out = Path(out_dir)
-    lines = ["# icltheory reports", "",
-             "Every registered claim with its latest verdict (default setting unless stated).", "",
-             "| claim | title | verdict | runtime (s) |", "|---|---|---|---|"]
-    for claim in all_claims():
-        side = out / f"{_slug(claim.id)}.json"
-        if side.exists():
-            try:
-                data = json.loads(side.read_text(encoding="utf-8"))
-                verdict = _BADGE.get(data.get("verdict"), data.get("verdict"))
-                rt = f"{data.get('runtime_s', 0):.2f}"
-                link = f"[`{claim.id}`]({_slug(claim.id)}.md)"
-            except (OSError, ValueError):
-                verdict, rt, link = "unreadable report", "", f"`{claim.id}`"
-        else:
-            verdict, rt, link = "not run", "", f"`{claim.id}`"
-        lines.append(f"| {link} | {_cell(claim.title)} | {verdict} | {rt} |")
-    lines.append("")
-    path = out / "index.md"
-    atomic_write_text(path, "\n".join(lines))
-    return path

@@ -7,7 +7,7 @@ in-context moments $\mathbb E[\beta w^\top]$ and $\mathbb E[\beta\beta^\top]$ of
 
 from __future__ import annotations
 
-from functools import lru_cache
+from ..core import cached
 
 import sympy as sp
 
@@ -23,7 +23,7 @@ def symmetric_matrix(name: str, D: int) -> sp.Matrix:
     return sp.Matrix(D, D, lambda i, j: syms[(min(i, j), max(i, j))])
 
 
-@lru_cache(maxsize=None)
+@cached(maxsize=None)
 def _matchings(n: int) -> tuple:
     if n == 0:
         return ((),)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from icltheory.core import Claim, Cost, PlantedError, Prediction
@@ -65,20 +63,15 @@ class OneStepLoss(Claim):
         P = len(f)
         tests = len(s.etas) + 2
         for i, e in enumerate(s.etas):
-            err = (y - (e / s.lam) * f) ** 2
-            ctx.ztest(f"L(η = {e:g}/λ): Monte Carlo over P={P} sequences", mean=float(err.mean()),
-                      stderr=float(err.std(ddof=1) / math.sqrt(P)), n=P,
-                      predicted=predicted["loss"][i], judges=("loss",),
-                      alpha=_ALPHA, m_tests=tests)
+            ctx.ztest(f"L(η = {e:g}/λ): Monte Carlo over P={P} sequences",
+                      samples=(y - (e / s.lam) * f) ** 2, predicted=predicted["loss"][i],
+                      judges=("loss",), alpha=_ALPHA, m_tests=tests)
         es = float(predicted["eta_star"])
-        grad = f * (y - es * f)  # −½ d/dη of the squared error at η*
-        ctx.ztest("dL/dη = 0 at the predicted η*", mean=float(grad.mean()),
-                  stderr=float(grad.std(ddof=1) / math.sqrt(P)), n=P, predicted=0.0,
-                  judges=("eta_star",), alpha=_ALPHA, m_tests=tests)
+        ctx.ztest("dL/dη = 0 at the predicted η*", samples=f * (y - es * f),  # −½ dL/dη
+                  predicted=0.0, judges=("eta_star",), alpha=_ALPHA, m_tests=tests)
         err = (y - es * f) ** 2
-        ctx.ztest("L(η*) = λD(1 − 1/c)", mean=float(err.mean()),
-                  stderr=float(err.std(ddof=1) / math.sqrt(P)), n=P, key="loss_star",
-                  alpha=_ALPHA, m_tests=tests)
+        ctx.ztest("L(η*) = λD(1 − 1/c)", samples=err, key="loss_star", alpha=_ALPHA,
+                  m_tests=tests)
         ctx.measure("loss", [float(np.mean((y - (e / s.lam) * f) ** 2)) for e in s.etas])
         ctx.measure("loss_at_predicted_eta_star", float(err.mean()))
 

@@ -1,0 +1,85 @@
+"""The index of a report folder (``index.md``) and its timing file (``timing.md``).
+
+The index is rendered from the JSON sidecars in the folder, so it merges this run's results
+with earlier ones: a claim that was not in this invocation keeps its last verdict.  Each row
+states the non-default setting keys of its run and its profile.  Runtimes vary from run to
+run, so they are kept out of the index (which a rerun reproduces byte for byte) and shown in
+``timing.md`` (from ``timing.json``)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ._markdown import BADGE, _cell, fmt
+from ._render import html_name, markdown_name
+
+__all__ = ["render_index", "render_index_html", "render_timing"]
+
+
+def _setting_text(record: Mapping[str, Any]) -> str:
+    nd = record.get("non_default")
+    if nd is None:
+        return "(not recorded)"
+    if not nd:
+        return "default"
+    text = ", ".join(f"{k}={fmt(v)}" for k, v in nd.items())
+    return text if len(text) <= 160 else text[:157] + "…"
+
+
+def render_index(records: Mapping[str, Mapping[str, Any]],
+                 known: Iterable[tuple[str, str]] | None = None) -> str:
+    """The index: one row per claim with a report in the folder (``records``: claim id →
+    sidecar), plus the ``known`` claims (id, title) that have none, marked "not run"."""
+    titles = dict(known) if known is not None else None
+    ids = set(records) | set(titles or ())
+    lines = ["# icltheory reports", "",
+             "Every claim with its latest verdict in this folder; *setting* names the keys that "
+             "differ from the claim's defaults at the run's profile. Runtimes: "
+             "[timing.md](timing.md).", "",
+             "| claim | title | verdict | setting | profile |", "|---|---|---|---|---|"]
+    for cid in sorted(ids):
+        rec = records.get(cid)
+        title = (titles or {}).get(cid) or (rec or {}).get("title", "")
+        if rec is None:
+            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | not run | | |")
+            continue
+        if not rec.get("verdict"):
+            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | unreadable report | | |")
+            continue
+        verdict = BADGE.get(rec["verdict"], _cell(rec["verdict"]))
+        if titles is not None and cid not in titles:
+            verdict += " (claim no longer registered)"
+        lines.append(f"| [`{_cell(cid)}`]({markdown_name(cid)}) | {_cell(title)} | {verdict} | "
+                     f"{_cell(_setting_text(rec))} | {_cell(rec.get('profile', ''))} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_index_html(records: Mapping[str, Mapping[str, Any]],
+                      known: Iterable[tuple[str, str]] | None = None) -> str:
+    """``index.html``: the index as a page, each claim linked to its HTML page where its
+    report set has one (else to its Markdown)."""
+    from ._html import page
+
+    links = {markdown_name(cid): html_name(cid) for cid, rec in records.items()
+             if html_name(cid) in ((rec.get("report") or {}).get("files") or {})}
+    return page(render_index(records, known), title="icltheory reports", links=links, home=None)
+
+
+def render_timing(timing: Mapping[str, Mapping[str, Any]],
+                  records: Mapping[str, Mapping[str, Any]]) -> str:
+    """``timing.md``: the runtime of each claim's latest run (from ``timing.json``)."""
+    lines = ["# Runtimes of the latest runs", "",
+             "Wall-clock seconds of each claim's latest check (measure, judge and the "
+             "derivation); they vary from run to run, so they live here and in "
+             "`timing.json`, not in the reports.", "",
+             "| claim | runtime (s) | profile | verdict |", "|---|---|---|---|"]
+    total = 0.0
+    for cid in sorted(timing):
+        t = timing[cid]
+        rt = float(t.get("runtime_s", 0.0))
+        total += rt
+        verdict = (records.get(cid) or {}).get("verdict", "")
+        lines.append(f"| `{_cell(cid)}` | {rt:.2f} | {_cell(t.get('profile', ''))} | "
+                     f"{_cell(verdict)} |")
+    lines += ["", f"Sum over the claims: {total:.1f} s (claims run in parallel overlap).", ""]
+    return "\n".join(lines)

@@ -1,0 +1,5 @@
+"""The experiments of the nonlinear-regression claims: the two simulators (:mod:`.population`,
+model A, exact population GD; :mod:`.prompts`, model B, finite prompts), what they are built
+from (:mod:`.tasks`) and the measurements made with them (:mod:`.runs`).  Nothing here imports
+the theory: every measured number comes from a simulator run.  (The submodules are not imported
+here, so that naming one lazily does not load SciPy.)"""

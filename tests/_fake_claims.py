@@ -1,0 +1,106 @@
+"""Small claims for the command-line tests: one well-behaved new-style claim, and claims that
+crash in the ways the error boundary must handle (registered with ``icltheory.core.register``,
+so they also exist in forked report workers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icltheory.core import (Claim, Cost, Float, Int, PlantedError, Plot, Prediction, Series,
+                            Setting)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SquareSetting(Setting):
+    """The mean of x² for x ~ N(0, s²)."""
+
+    s: float = Float(1.5, positive=True, max=1e3, sample=(0.5, 2.0), doc="standard deviation")
+    n: int = Int(2000, min=10, max=10**6, sample=(100, 5000), doc="Monte Carlo samples")
+
+
+def variance(s: float) -> float:
+    return s * s
+
+
+def draw(rng, s: float, n: int):
+    return rng.normal(0.0, s, n)
+
+
+class SquareMean(Claim):
+    """A true claim with declared predictions, a figure and a cost estimate."""
+
+    id = "testonly.square.mean"
+    title = "E[x²] = s² for x ~ N(0, s²)"
+    source = "a textbook identity (test claim)"
+    provenance = "derived here"
+    statement = r"\mathbb E[x^2]=s^2"
+    setting_type = SquareSetting
+    predictions = {"second_moment": Prediction("E[x²], the second moment", formula="s^2"),
+                   "s": Prediction("the standard deviation itself", informational=True)}
+    planted_errors = (
+        PlantedError("theory", "s³", "_fake_claims:variance", lambda o: lambda s: s ** 3),
+        PlantedError("measurement", "2s", "_fake_claims:draw",
+                     lambda o: lambda rng, s, n: o(rng, 2 * s, n)),
+    )
+
+    def constants(self, s):
+        return {"second_moment": variance(s.s), "s": s.s}
+
+    def estimate(self, s):
+        return Cost(work=10.0 * s.n, memory=8.0 * s.n, what=f"{s.n} samples")
+
+    def measure(self, s, run):
+        run.tick(0.5, "sampling")
+        return {"x": draw(run.rng(0), s.s, s.n)}
+
+    def judge(self, s, predicted, m, ctx):
+        x2 = m["x"] ** 2
+        ctx.ztest("mean of x²", mean=float(x2.mean()), stderr=float(x2.std(ddof=1) / s.n ** 0.5),
+                  n=s.n, key="second_moment", alpha=1e-4)
+        ctx.plot(Plot("x² samples", "i", "x²", [Series(list(range(20)), list(x2[:20]), "x²")]))
+
+
+class SquareMeanAgain(SquareMean):
+    """The same claim under a second id (a report run with two light claims)."""
+
+    id = "testonly.square.again"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlainSetting(Setting):
+    k: int = Int(1, min=0, max=10, doc="a number")
+
+
+class CrashInCheck(Claim):
+    """A legacy claim whose check raises: the runner turns it into an internal error."""
+
+    id = "testonly.crash.check"
+    title = "crashes inside its check"
+    source = "test"
+    statement = "0=0"
+    setting_type = PlainSetting
+
+    def constants(self, s):
+        return {"zero": 0.0}
+
+    def check(self, s, ctx):
+        raise RuntimeError("deliberate crash inside the check")
+
+
+class CrashInConstants(Claim):
+    """A legacy claim whose constants raise: an exception outside the runner's boundary."""
+
+    id = "testonly.crash.constants"
+    title = "crashes while computing its constants"
+    source = "test"
+    statement = "0=0"
+    setting_type = PlainSetting
+
+    def constants(self, s):
+        raise KeyError("deliberate crash in constants")
+
+    def check(self, s, ctx):  # pragma: no cover - never reached
+        ctx.condition("never", True, predicted=True, measured=True, why="test")
+
+
+FAKE_CLAIMS = (SquareMean(), SquareMeanAgain(), CrashInCheck(), CrashInConstants())
