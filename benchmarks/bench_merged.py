@@ -22,7 +22,7 @@ from proofs.linear_attention.experiments import _training as training  # noqa: E
 
 rows = []
 for cid in ("linattn.merged.equivalence", "linattn.merged.fixed-points", "linattn.merged.sigmoid"):
-    t, v = best_of(lambda: check_claim(cid), repeat=2)
+    t, v = best_of(lambda cid=cid: check_claim(cid), repeat=2)
     rows.append((cid, v.verdict, t))
 print(f"{'claim':<32} {'verdict':<13} {'seconds':>8}")
 for cid, verdict, t in rows:

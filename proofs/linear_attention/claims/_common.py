@@ -8,7 +8,7 @@ import numpy as np
 from icltheory.core import Plot, Series
 
 __all__ = ["ARXIV", "IDENTITY_WHY", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
-           "judge_order", "judge_visits", "loss_plot", "steps_work"]
+           "judge_order", "judge_visits", "judge_path_levels", "loss_plot", "steps_work"]
 
 ARXIV = "arXiv 2501.16265 (Zhang, Singh, Latham, Saxe, ICML 2025)"
 
@@ -128,7 +128,7 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
         m = len(v.learned)
         if not same_eigenvalues(lam, v.learned, po[:m]):
             continue  # a different set: the order check decides
-        ctx.close(f"{label}: plateau at t = {v.time:.4g} τ is L(M_{m})", key="plateau_losses",
+        ctx.close(f"{label}: plateau at t = {v.time:.4g} τ is L(M_{m})", judges=("plateau_losses",),
                   predicted=float(predicted_levels[m]), measured=v.saddle_loss, rtol=1e-10,
                   atol=1e-12 * scale,
                   why="the saddle M_S visited (S: the directions learned at the plateau's slowest point, "
@@ -142,6 +142,25 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
                       predicted=sorted(allowed), measured=sizes,
                       why="the learned set at each plateau's slowest point; a plateau within the detector's "
                           "resolution (3% of the loss range) of an allowed level is not a clear plateau elsewhere")
+
+
+def judge_path_levels(ctx, label: str, times, saddle_losses, predicted_levels, predicted_order, lam) -> None:
+    """Eq. 19 along the run's learning path: after its first k learned directions (measured
+    order) the run is at the saddle whose loss ``saddle_losses[k]`` the experiment computed;
+    where those k directions hold the top k eigenvalues of the predicted order, that loss must
+    be L(M_k) (key ``plateau_losses``, every k the run reached)."""
+    lam = np.asarray(lam, float)
+    order = [int(d) for d in np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable")
+             if np.isfinite(times[d])]
+    po = [int(round(x)) for x in predicted_order]
+    ks = [k for k in range(len(order) + 1) if same_eigenvalues(lam, order[:k], po[:k])]
+    scale = float(np.sum(lam))
+    ctx.close(f"{label}: the saddles on the learning path are L(M_k), k = {ks}", judges=("plateau_losses",),
+              predicted=[float(predicted_levels[k]) for k in ks], measured=[float(saddle_losses[k]) for k in ks],
+              rtol=1e-10, atol=1e-12 * scale,
+              why="the loss of M_S for S the first k directions learned (the experiment's moments) against the "
+                  "float64 value of Eq. 19 (rounding ~1e-15); paths that leave the predicted order are the "
+                  "order check's to judge")
 
 
 def loss_plot(title: str, t, loss, levels, labels, caption: str, annotations=(), max_series: int = 6) -> Plot:

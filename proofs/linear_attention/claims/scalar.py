@@ -253,7 +253,7 @@ class InitScale(Claim):
             slopes = [float(np.polyfit(np.log(1 / wM), TM[k], 1)[0]) for k in range(nd)]
             g = theory.paper().merged_growth_rate(s.lambdas)
             eta_g = s.lr_merged * g
-            ctx.close("ATTN_M: dT/d ln(1/w_init) = 1/‖Λ²‖_F", key="attn_m_slope",
+            ctx.close("ATTN_M: dT/d ln(1/w_init) = 1/‖Λ²‖_F", judges=("attn_m_slope",),
                       predicted=[pred["attn_m_slope"]] * nd, measured=slopes, rtol=eta_g + 10 * float(wM.max()) + 1e-3,
                       why="small-weight phase: (v, ⟨Λ², U⟩/‖Λ²‖_F) grows at rate ‖Λ²‖_F, so the product reaches O(1) "
                           "at ln(1/w)/‖Λ²‖_F + const (common to the scales of one direction); GD with step η grows "
@@ -264,7 +264,7 @@ class InitScale(Claim):
         if m["countsM"] is None:
             ctx.inconclusive(f"ATTN_M: {m['tM'].size} recorded points — too few to count drops (raise steps_merged)")
         else:
-            ctx.close("Fig. 1: ATTN_M shows one drop at every scale", key="attn_m_drops",
+            ctx.close("Fig. 1: ATTN_M shows one drop at every scale", judges=("attn_m_drops",),
                       predicted=[pred["attn_m_drops"]] * len(m["countsM"]), measured=m["countsM"], atol=0.5,
                       why="plateau detector (log time) on the population loss; the run goes on until it is within "
                           "1e-3 of the drop of L*, so its converged end counts as the last plateau")
@@ -277,7 +277,7 @@ class InitScale(Claim):
         top = p.order(lam)[0]
         B = p.escape_offset(lam[top], c[top])
         tmin = float(TS.min())
-        ctx.close("ATTN_S: d ln T / d ln w_init = −1", key="attn_s_loglog_slope",
+        ctx.close("ATTN_S: d ln T / d ln w_init = −1", judges=("attn_s_loglog_slope",),
                   predicted=[pred["attn_s_loglog_slope"]] * nd, measured=slopes, atol=2 * B / tmin + 2 * s.lr / tmin,
                   why="before the escape the flow is homogeneous of degree 2, so its time scales exactly as 1/w; the "
                       f"escape adds a w-independent B = τ(λc)^(1/3)|G(½) + π/(6√3)|/λ² = {B:.3g} τ (scalar ODE), "

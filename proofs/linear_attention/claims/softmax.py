@@ -37,7 +37,7 @@ class SoftmaxDrops(Claim):
                                          kind="lower_bound", wrong=lambda v: [v + 2]),
     }
     planted_errors = (
-        PlantedError("theory", "the merged model predicted to drop twice", f"{THEORY}:softmax_drop_counts",
+        PlantedError("theory", "the merged model predicted to drop twice", f"{THEORY}._paper:softmax_drop_counts",
                      lambda orig: (lambda D, H, R: (orig(D, H, R)[0] + 1, orig(D, H, R)[1]))),
         PlantedError("measurement", "the attention softmax at zero inverse temperature (uniform weights)",
                      f"{EXPERIMENTS}._softmax:attention_weights", lambda orig: (lambda scores: orig(0.0 * scores))),

@@ -55,6 +55,7 @@ class RunReading:
     visits: list[list[Visit]]  # per row
     initial_loss: np.ndarray  # (S,)
     drops: np.ndarray  # (D,) the loss drop of each direction (experiment's moments)
+    path: list[list[float]]  # per row, the saddle losses after 0, 1, … directions learned
 
 
 def read_run(run: Run, lam, N: int) -> RunReading:
@@ -81,7 +82,10 @@ def read_run(run: Run, lam, N: int) -> RunReading:
             saddle = float(pop.population_mse(MS, lam, N))
             row.append(Visit(p.start, p.end, float(t[i]), float(y[i]), S, saddle, abs(float(y[i]) - saddle)))
         visits.append(row)
-    return RunReading(times, orders, visits, run.loss[:, 0].copy(), pop.direction_drops(lam, N))
+    drops = pop.direction_drops(lam, N)
+    base = float(pop.population_mse(np.zeros((D, D)), lam, N))
+    path = [list(base - np.concatenate([[0.0], np.cumsum(drops[o])])) for o in orders]
+    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path)
 
 
 def order_violations(times: np.ndarray, lam) -> list[tuple[int, int]]:
@@ -95,25 +99,32 @@ def order_violations(times: np.ndarray, lam) -> list[tuple[int, int]]:
     return out
 
 
-def head_groups(run: Run, row: int, times) -> tuple[list[list[int]], list[float]]:
-    """For one row: the learned directions (in learning order) grouped by the head that learned
-    them — the head carrying the largest part of v_i Σ_r K_ird Q_ird at the direction's learning
-    time (later, heads can trade directions along the loss's flat directions) — heads in order
-    of their first direction; and, per learned direction, that head's share of the total."""
+def head_groups(run: Run, row: int, times, *, share: float) -> list[list[int]]:
+    """For one row: the learning stages — the learned directions grouped by the heads that
+    learned them.  At each direction's learning time every head carrying ≥ ``share`` of
+    Σ_i |v_i Σ_r K_ird Q_ird| took part; heads that took part in the same direction escaped
+    together, so directions linked through such heads form one stage.  Stages come in order of
+    their first learned direction, directions in learning order."""
     times = np.asarray(times, float)
     learned = [int(d) for d in np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable")
                if np.isfinite(times[d])]
-    groups, seen, shares = [], {}, []
+    parent: dict = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
     for d in learned:
         i = min(int(np.searchsorted(run.t, times[d])), len(run.t) - 1)
         contrib = np.abs(run.heads[row, i, :, d])
-        h = int(np.argmax(contrib))
-        shares.append(float(contrib[h] / max(float(contrib.sum()), 1e-300)))
-        if h not in seen:
-            seen[h] = len(groups)
-            groups.append([])
-        groups[seen[h]].append(d)
-    return groups, shares
+        for h in np.flatnonzero(contrib >= share * max(float(contrib.sum()), 1e-300)):
+            parent[find(("h", int(h)))] = find(("d", d))
+    groups: dict = {}
+    for d in learned:
+        groups.setdefault(find(("d", d)), []).append(d)
+    return list(groups.values())
 
 
 def count_drops(t, y, *, ends_converged: bool) -> int:
