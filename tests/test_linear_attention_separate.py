@@ -321,8 +321,11 @@ def test_rank_structure_and_control():
     v = _run("linattn.separate.rank", {"R": 4, "seeds": 2})
     assert v.verdict == "holds", v.summary()
     assert v.measured["n_plateaus"] == [[2, 2]]
-    assert _run("linattn.separate.rank", {"R": 4}, {"n_plateaus": "8"}).verdict == "fails"
-    assert _run("linattn.separate.rank", {"R": 4}, {"stage_size": "1"}).verdict == "fails"
+    # more stages than predicted refute the count; stages split finer than predicted refute the size
+    assert _run("linattn.separate.rank", {"R": 4}, {"n_plateaus": "1"}).verdict == "fails"
+    assert _run("linattn.separate.rank", {"R": 4}, {"stage_size": "8"}).verdict == "fails"
+    # fewer, larger stages (heads escaping together) cannot refute the claim: undecided
+    assert _run("linattn.separate.rank", {"R": 4}, {"n_plateaus": "8"}).verdict == "inconclusive"
     v = _run("linattn.separate.rank", {"lambdas": "1,0.5,0.25", "N": 12, "min_rank": 1})
     assert v.verdict == "holds", v.reasons
     assert v.measured["n_plateaus"] == [[3], [2], [1]]

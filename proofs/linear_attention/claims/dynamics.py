@@ -53,6 +53,12 @@ def _learned_count(ctx, label: str, times, n_pred, capped: bool) -> bool:
     return n >= n_pred
 
 
+def _u0(s, ranks) -> float:
+    """The largest balanced-equivalent init u0 = v0/v* over directions and ranks (theory's v*)."""
+    p = theory.paper()
+    return max(typical_scale(s.w_init, R, s.D) / p.v_star(l, c) for R in ranks for l, c in zip(s.lambdas, s.c()))
+
+
 def _init_small(ctx, reading, lam) -> bool:
     """A plateau at L(M_0) needs the init to start closer to M_0 than half the smallest drop."""
     deficit = float(np.max(np.sum(lam) - reading.initial_loss))
@@ -133,6 +139,11 @@ class SaddleToSaddle(Claim):
                   rtol=1e-10, atol=1e-12 * float(lam.sum()),
                   why="each direction's drop L(0) − L(m*_d e_de_dᵀ) from the experiment's moments, float64")
         if not _init_small(ctx, rd, lam):
+            return
+        u0 = _u0(s, [s.R])
+        if u0 > 0.25:
+            ctx.inconclusive(f"init not small: u0 = (λc)^(1/3)·v0 = {u0:.3g} > 0.25 of the way to the learned value "
+                             "for the top direction — no long saddle plateau to escape from; lower w_init")
             return
         for k in range(s.seeds):
             label = f"(a) population GD, seed {k}"
@@ -249,9 +260,7 @@ class RankPlateaus(Claim):
         ctx.measure("steps", ra.steps)
         if not _init_small(ctx, rd, lam):
             return
-        p = theory.paper()
-        u0 = max(typical_scale(s.w_init, R, s.D) / p.v_star(l, c) for R in s.ranks
-                 for l, c in zip(s.lambdas, s.c()))
+        u0 = _u0(s, s.ranks)
         if u0 > _U0_MAX:
             ctx.inconclusive(f"init not small for rank-R stages: u0 = (λc)^(1/3)·v0 = {u0:.3g} > {_U0_MAX:g} — a head's "
                              "smaller directions then lag its escape by a plateau of their own (Fig. 4's regime: "
