@@ -6,7 +6,8 @@ prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mo
 * :mod:`.structure` — ATTN_S: the 2^D fixed points;
 * :mod:`.dynamics`  — ATTN_S: saddle-to-saddle (Fig. 3), rank-R heads (Fig. 4);
 * :mod:`.scalar`    — the one-head plateau ODE, the initialisation-scale laws;
-* :mod:`.softmax`   — softmax attention (qualitative).
+* :mod:`.softmax`   — softmax attention (qualitative);
+* :mod:`._common`, :mod:`._planted` — shared judgements and the planted errors several claims use.
 """
 
 from .dynamics import RankPlateaus, SaddleToSaddle

@@ -93,19 +93,14 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                           f"near-ties decided by the init: {ties}" if ties else ""))
 
 
-def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops,
-                 *, allowed=None, cut_at: float | None = None) -> None:
+def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops) -> None:
     """Judge the saddles a run visited (plateaus at L(M_m), key ``plateau_losses``).
 
     A visit is attributable when the trajectory came within half the smallest drop of its
     saddle M_S (closer to it than to any neighbouring fixed point).  For an attributable visit
     whose learned set S holds the top |S| eigenvalues of the predicted order, the saddle's loss
     (experiment's moments) must equal L(M_|S|) to float64 rounding.  The sizes |S| must not
-    decrease along the run and, with ``allowed``, lie in it — or within the plateau detector's
-    resolution (its min_drop, 3% of the loss range) of a level that does: a plateau the
-    detector could not tell apart from an allowed one is not a *clear* plateau elsewhere.
-    ``cut_at``: the time a run was cut by its step budget before it finished — a flat stretch
-    reaching it may be the unfinished run, not a plateau, and is not held to ``allowed``."""
+    decrease along the run."""
     lam = np.asarray(lam, float)
     gap = 0.5 * float(np.min(drops))
     scale = float(np.sum(lam))
@@ -119,11 +114,6 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
         ctx.inconclusive(f"{label}: no plateau came within half the smallest drop of a fixed point")
         return
     sizes = [len(v.learned) for v in near]
-    lv = np.asarray(predicted_levels, float)
-    res = 0.03 * abs(float(lv[0] - lv[-1]))
-    ok_m = None if allowed is None else [
-        any(abs(lv[len(v.learned)] - lv[a]) <= res for a in allowed) or (cut_at is not None and v.end >= cut_at)
-        for v in near]
     for v in near:
         m = len(v.learned)
         if not same_eigenvalues(lam, v.learned, po[:m]):
@@ -137,11 +127,6 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
     ctx.condition(f"{label}: plateaus visited in order M_0 → M_1 → …", all(b >= a for a, b in zip(sizes, sizes[1:])),
                   predicted="non-decreasing m", measured=sizes,
                   why="saddle-to-saddle: a later plateau never sits at an earlier fixed point")
-    if allowed is not None:
-        ctx.condition(f"{label}: clear plateaus only at m ∈ {sorted(allowed)}", all(ok_m), judges=("plateau_losses",),
-                      predicted=sorted(allowed), measured=sizes,
-                      why="the learned set at each plateau's slowest point; a plateau within the detector's "
-                          "resolution (3% of the loss range) of an allowed level is not a clear plateau elsewhere")
 
 
 def judge_path_levels(ctx, label: str, times, saddle_losses, predicted_levels, predicted_order, lam) -> None:
