@@ -228,6 +228,15 @@ class _SeparateBase(SpectrumSetting):
         p = theory.paper()
         return max(p.stability_curvature(l, c) for l, c in zip(self.lambdas, self.c()))
 
+    def unstable_lr(self, lr: float) -> str | None:
+        """Why GD at step ``lr`` cannot stand for the gradient flow (beyond 2/κ, κ the curvature
+        at the top learned direction), or ``None``."""
+        limit = 2.0 / self.kappa_max()
+        if lr <= limit:
+            return None
+        return (f"lr = {lr:.3g} is beyond GD's stability limit 2/κ = {limit:.3g} at the learned directions: "
+                "the run does not follow the gradient flow the claim is about")
+
     def horizon(self, R: int, margin: float = 3.0) -> float:
         """margin × the scalar-ODE time (escape from the balanced-equivalent init, then the drop
         to u = 0.9) of the slowest stage: rank-R heads escape driven by the top direction of
@@ -426,8 +435,8 @@ class SoftmaxSetting(_SeparateBase):
 
     seed: int = Int(0, min=0, max=2**63 - 1, doc="seed of every random draw (same seed → same numbers)")
     D: int | None = Int(None, min=1, max=16, doc="input dimension (default 4)")
-    N: int = Int(31, min=8, max=10_000, doc="context length N (≥ 8: the claim concerns in-context learning "
-                                            "from real contexts)")
+    N: int = Int(31, min=16, max=10_000, doc="context length N (≥ 16: the qualitative claim concerns "
+                                             "contexts like the paper's; at N ≤ 8 the merged model's descent splits)")
     H: int = Int(5, min=1, max=32, doc="number of heads")
     lambdas: tuple | None = _lambdas(_FIG3, "eigenvalues of Λ, any order (default Fig. 3)", sample=None)
     H_merged: int = Int(8, min=1, max=64, doc="heads of the merged softmax model")

@@ -131,6 +131,10 @@ class SaddleToSaddle(Claim):
             raise BadInput(f"--predict drop_order: eigen-indices must be integers in 0..{s.D - 1}, got {bad}")
         n_pred = int(round(float(pred["n_drops"])))
         capped = ra.steps >= s.steps
+        why_not = s.unstable_lr(s.lr)
+        if why_not:
+            ctx.inconclusive(why_not)
+            return
         ctx.measure("simulator_a_steps", ra.steps)
         ctx.measure("lr", s.lr)
         ctx.close("drop sizes λ_d/c_d along the predicted order", judges=("drop_sizes", "drop_order"),
@@ -275,6 +279,10 @@ class RankPlateaus(Claim):
         capped = ra.steps >= s.steps
         po = [int(round(x)) for x in pred["drop_order"]]
         ctx.measure("steps", ra.steps)
+        why_not = s.unstable_lr(s.lr)
+        if why_not:
+            ctx.inconclusive(why_not)
+            return
         if not _init_small(ctx, rd, lam):
             return
         u0 = _u0(s, s.ranks)

@@ -147,6 +147,10 @@ class ScalarOde(Claim):
             ctx.condition("simulator (a) escapes the plateau", False, key="escape_time", measured=None,
                           why="the head must reach v*/2 within 1.1× the flow's escape time")
             return
+        kappa = theory.paper().stability_curvature(s.lam, m["c"])
+        if s.lr > 2.0 / kappa:
+            ctx.inconclusive(f"simulator (a): lr = {s.lr:.3g} is beyond GD's stability limit 2/κ = {2 / kappa:.3g}")
+            return
         disc = abs(gd["on_ansatz"] - m["T_flow"])
         ctx.close("plateau length of full ATTN_S parameters (population GD, 2 heads, off the ansatz)",
                   key="escape_time", measured=gd["perturbed"], atol=disc + 2 * s.lr + 1e-3 * m["T_flow"],
@@ -270,6 +274,10 @@ class InitScale(Claim):
                           "1e-3 of the drop of L*, so its converged end counts as the last plateau")
         if not np.all(np.isfinite(TS)):
             ctx.inconclusive("ATTN_S: not every run left the first plateau within its step budget")
+            return
+        why_not = s.unstable_lr(s.lr)
+        if why_not:
+            ctx.inconclusive("ATTN_S: " + why_not)
             return
         slopes = [float(np.polyfit(np.log(wS), np.log(TS[k]), 1)[0]) for k in range(nd)]
         p = theory.paper()
