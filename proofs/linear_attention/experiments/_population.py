@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.core import cached
+
 __all__ = ["standard_normal_moment", "beta_second_moment", "population_mse", "population_optimum",
            "direction_drops", "decreasing"]
 
 
+@cached
 def standard_normal_moment(k: int) -> float:
-    """E[z^k] for z ~ N(0, 1) (SciPy)."""
+    """E[z^k] for z ~ N(0, 1) (SciPy; memoised)."""
     from scipy import stats
 
     return float(stats.norm.moment(k))
