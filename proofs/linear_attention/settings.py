@@ -181,7 +181,7 @@ class SigmoidSetting(SpectrumSetting):
     horizon: float | None = Float(None, min=1e-300, max=1e300,
                                   doc="end of the population flow, τ (default: t_half + 10/r, at least "
                                       "2(ln(√D/(λcw²)) + 10)/r)")
-    flow_points: int | None = Int(None, min=50, max=100_000, by_profile=(401, 2001, 8001),
+    time_points: int | None = Int(None, min=50, max=100_000, by_profile=(401, 2001, 8001),
                                   doc="time points at which the population flow is recorded")
     backend: str = Choice("numpy", BACKEND_NAMES, doc="trainer backend (torch is an optional extra)")
 

@@ -207,7 +207,7 @@ class MergedSigmoid(Claim):
         F = (s.D + 1) ** 2 * s.D
         work = 2.0 * s.P * (F * F + F * (s.D + 1) * (s.N + 1)) + steps_work(s.steps, 2 * F * F + 6 * s.H * F)
         r = 2 * s.lambdas[0] ** 2 * math.sqrt(s.D)  # the flow's rate: DOP853 needs ~50 steps per e-fold
-        work += (s.flow_points + 50 * s.horizon * r) * 12 * (2e3 + 4 * s.H * s.D**2)
+        work += (s.time_points + 50 * s.horizon * r) * 12 * (2e3 + 4 * s.H * s.D**2)
         return Cost(work=work, memory=8.0 * (F * F * 2 + min(s.P, 4096) * F * 2 + s.P * (s.D + 1) * (s.N + 1) * 2),
                     what=f"{s.P} sequences, {s.steps} GD steps on {F} features")
 
@@ -217,7 +217,7 @@ class MergedSigmoid(Claim):
         rvec /= np.linalg.norm(rvec)
         eye = np.eye(D) / math.sqrt(D)
         p0 = {"r": (s.w_init * rvec)[None, :, None], "U": (s.w_init * rvec)[None, :, None, None] * eye}
-        t = np.linspace(0.0, s.horizon, s.flow_points)
+        t = np.linspace(0.0, s.horizon, s.time_points)
         sol, M = ex.flows.merged_flow(lam, s.N, p0, t, tick=run.tick)
         sigma = np.trace(M, axis1=1, axis2=2) / D
         out = {"t": t, "sigma": sigma, "off": float(np.max(np.abs(M - sigma[:, None, None] * np.eye(D)))),
