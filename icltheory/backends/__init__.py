@@ -7,7 +7,7 @@ from ._base import Backend as Backend
 from ._numpy import NumpyBackend as NumpyBackend
 from ._torch import TorchBackend as TorchBackend
 
-_BACKENDS = {"numpy": NumpyBackend, "torch": TorchBackend}
+_BACKENDS: dict[str, type[Backend]] = {"numpy": NumpyBackend, "torch": TorchBackend}
 BACKEND_NAMES = tuple(_BACKENDS)
 
 

@@ -1,36 +1,60 @@
-r"""Training backends behind one small protocol.
+r"""Array backends behind one small protocol.
 
-A backend runs full-batch gradient descent on a quadratic-feature loss
-(:class:`~icltheory.models.linear_attention.QuadraticMoments`) for a factorised parametrisation
-(``MergedHeads``/``SeparateHeads``), vectorised over seeds, and returns a ``TrainResult``.
+A backend is a tiny array namespace — ``asarray``, ``einsum``, ``to_numpy``, ``device`` and
+``float64`` — that trainer kernels are written against *once*: a kernel takes ``xp`` (a
+backend), converts its inputs with ``xp.asarray`` (float64, on ``xp.device``), computes with
+``xp.einsum`` and ordinary arithmetic/indexing (which numpy arrays and torch tensors share), and
+hands results back with ``xp.to_numpy``.  The kernel itself (the model's parametrisation and its
+hand-written gradients, the GD loop through :func:`icltheory.dynamics.run_gd`) lives with the
+paper that needs it; nothing here knows about any model.
 
-* ``numpy`` (default): hand-written pullbacks (``model.pullback``).
-* ``torch`` (optional extra): the same loss, differentiated by ``torch.autograd`` in float64 on
-  the best available device (CUDA if present, else CPU) — an independent check of the
-  hand-written gradients, and the path to a GPU.
+* ``numpy`` (default);
+* ``torch`` (optional extra): the same kernel on torch tensors, float64, on CUDA when present —
+  the path to a GPU, and an independent check of the numpy run (the tests compare them).
 
-How to add a backend: subclass :class:`Backend`, set ``name``, implement ``available()`` (import
-its dependency lazily and say whether it works here) and ``train_quadratic`` with the exact
-semantics of :func:`~icltheory.models.linear_attention.gd_train` (same recording grid, same
-divergence rule), then register it in ``_BACKENDS`` in ``backends/__init__.py``.
+How to add a backend: subclass :class:`Backend`, set ``name``, implement ``available()``
+(import its dependency lazily and say whether it works here) and the namespace methods, then
+register it in ``_BACKENDS`` in ``backends/__init__.py``.
 """
 
 from __future__ import annotations
 
 import abc
+from typing import Any, ClassVar
+
+import numpy as np
 
 __all__ = ["Backend"]
 
 
 class Backend(abc.ABC):
-    name: str
+    """An array namespace: what a trainer kernel needs from numpy or torch."""
+
+    name: ClassVar[str]
 
     @classmethod
     @abc.abstractmethod
     def available(cls) -> tuple[bool, str]:
         """(works here?, reason if not)."""
 
+    @property
     @abc.abstractmethod
-    def train_quadratic(self, model, moments, params: dict, *, lr: float, steps: int,
-                        record_every: int = 1, keep_theta: bool = False, blowup: float = 1e6):
-        """Full-batch GD on $L_{1/2}$; returns a ``TrainResult`` with numpy arrays."""
+    def float64(self) -> Any:
+        """The 64-bit float dtype of this namespace."""
+
+    @property
+    @abc.abstractmethod
+    def device(self) -> Any:
+        """Where arrays live (``"cpu"`` for numpy)."""
+
+    @abc.abstractmethod
+    def asarray(self, a: Any) -> Any:
+        """A float64 copy of ``a`` on :attr:`device` (safe to update in place)."""
+
+    @abc.abstractmethod
+    def einsum(self, spec: str, *operands: Any) -> Any:
+        """Einstein summation (numpy's spec language)."""
+
+    @abc.abstractmethod
+    def to_numpy(self, a: Any) -> np.ndarray:
+        """``a`` as a numpy array on the host."""

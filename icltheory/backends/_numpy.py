@@ -1,8 +1,9 @@
-"""The default numpy backend: hand-written gradients (see ``models/_linear_attention.py``)."""
+"""The default numpy backend."""
 
 from __future__ import annotations
 
-from ..models._linear_attention import gd_train
+import numpy as np
+
 from ._base import Backend
 
 __all__ = ["NumpyBackend"]
@@ -15,7 +16,19 @@ class NumpyBackend(Backend):
     def available(cls) -> tuple[bool, str]:
         return True, ""
 
-    def train_quadratic(self, model, moments, params, *, lr, steps, record_every=1,
-                        keep_theta=False, blowup=1e6):
-        return gd_train(model, moments, params, lr=lr, steps=steps, record_every=record_every,
-                        keep_theta=keep_theta, blowup=blowup)
+    @property
+    def float64(self):
+        return np.float64
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def asarray(self, a):
+        return np.array(a, dtype=np.float64, copy=True)
+
+    def einsum(self, spec, *operands):
+        return np.einsum(spec, *operands)
+
+    def to_numpy(self, a) -> np.ndarray:
+        return np.asarray(a)

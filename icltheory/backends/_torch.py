@@ -1,15 +1,16 @@
-r"""Optional PyTorch backend: autograd gradients, float64, CUDA when available.
+r"""Optional PyTorch backend: float64 tensors, CUDA when available.
 
 Imported lazily; without torch, :meth:`TorchBackend.available` says so and the setting that
 asked for it is rejected with an install hint.  Determinism: float64,
-``torch.use_deterministic_algorithms(True)``.
+``torch.use_deterministic_algorithms(True)``.  The kernels this project runs are small (tens to
+thousands of entries per operation), so by default torch runs them on one CPU thread: its
+thread pool costs more than it gains there (≈ 100× slower on a loaded two-core machine).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..models._linear_attention import run_gd_loop
 from ._base import Backend
 
 __all__ = ["TorchBackend"]
@@ -17,6 +18,15 @@ __all__ = ["TorchBackend"]
 
 class TorchBackend(Backend):
     name = "torch"
+
+    def __init__(self, threads: int | None = 1) -> None:
+        import torch
+
+        torch.use_deterministic_algorithms(True)
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self._torch = torch
+        self._device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -28,32 +38,24 @@ class TorchBackend(Backend):
             return False, f"needs a working PyTorch; importing it failed: {type(exc).__name__}"
         return True, ""
 
-    @staticmethod
-    def device():
-        import torch
+    @property
+    def float64(self):
+        return self._torch.float64
 
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    @property
+    def device(self):
+        return self._device
 
-    def train_quadratic(self, model, moments, params, *, lr, steps, record_every=1,
-                        keep_theta=False, blowup=1e6):
-        import torch
+    def asarray(self, a):
+        if isinstance(a, self._torch.Tensor):
+            return a.detach().to(device=self._device, dtype=self._torch.float64).clone()
+        return self._torch.tensor(np.asarray(a, dtype=np.float64), dtype=self._torch.float64,
+                                  device=self._device)
 
-        torch.use_deterministic_algorithms(True)
-        dev = self.device()
-        T = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64), device=dev)  # noqa: E731
-        C, g, s = T(moments.C), T(moments.g), float(moments.s)
-        p = {k: T(v).clone().requires_grad_(True) for k, v in params.items()}
-        names = sorted(p)
+    def einsum(self, spec, *operands):
+        return self._torch.einsum(spec, *operands)
 
-        def mse(theta):
-            return torch.einsum("si,ij,sj->s", theta, C, theta) - 2 * theta @ g + s
-
-        def step(theta):
-            grads = torch.autograd.grad(0.5 * mse(theta).sum(), [p[n] for n in names])
-            with torch.no_grad():
-                for n, gr in zip(names, grads):
-                    p[n] -= lr * gr
-
-        return run_gd_loop(lambda: model.theta(p, einsum=torch.einsum), mse, step, lambda: p,
-                           steps=steps, record_every=record_every, keep_theta=keep_theta,
-                           blowup=blowup, to_numpy=lambda a: a.detach().cpu().numpy())
+    def to_numpy(self, a) -> np.ndarray:
+        if isinstance(a, self._torch.Tensor):
+            return a.detach().cpu().numpy()
+        return np.asarray(a)

@@ -5,9 +5,7 @@ from ._driver import Trace as Trace
 from ._driver import run_gd as run_gd
 
 from ._plateaus import Plateau as Plateau
-from ._plateaus import crossing_times as crossing_times
 from ._plateaus import detect_plateaus as detect_plateaus
-from ._plateaus import first_crossing as first_crossing
 from ._flow import FlowSolution as FlowSolution
 from ._flow import integrate_flow as integrate_flow
 from ._scaling import LogLogFit as LogLogFit
@@ -15,5 +13,5 @@ from ._scaling import local_slopes as local_slopes
 from ._scaling import loglog_fit as loglog_fit
 from ._scaling import slope_allowance as slope_allowance
 from ._scaling import threshold_times as threshold_times
-from . import _scalar_ode as scalar_ode  # noqa: F401
+from ._plateaus import slowest_point as slowest_point
 from ._plateaus import slowest_point_level as slowest_point_level

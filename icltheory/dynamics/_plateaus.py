@@ -12,8 +12,8 @@ is a measurement, not an assumption.  All thresholds are relative:
 * a plateau is a run of flat points at least ``min_length`` long; consecutive plateaus whose
   levels differ by less than ``min_drop`` × range are merged; the level is the median of $y$.
 
-Drops are the transitions between consecutive plateaus; :func:`crossing_times` gives the time
-at which the curve crosses the midpoint between two levels.
+Drops are the transitions between consecutive plateaus (their times:
+:func:`icltheory.dynamics.threshold_times` at the midpoint level).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Plateau", "detect_plateaus", "crossing_times", "first_crossing", "slowest_point_level"]
+__all__ = ["Plateau", "detect_plateaus", "slowest_point", "slowest_point_level"]
 
 
 @dataclass(frozen=True)
@@ -90,36 +90,22 @@ def detect_plateaus(
     return [Plateau(float(t[a]), float(t[b]), float(np.median(y[a:b + 1]))) for a, b in merged]
 
 
-def slowest_point_level(t, y, plateau: Plateau, *, log_time: bool = False) -> float:
-    r"""The value of ``y`` where it moves slowest (smallest $|dy/dt|$, or $|dy/d\log t|$ with
-    ``log_time``) inside ``plateau``: for gradient flow near a saddle this is the trajectory's
-    closest approach to the fixed point, a less biased estimate of the fixed point's loss than
-    the plateau's median (which mixes in the start of the next drop).  Falls back to the median
-    level when the plateau holds fewer than 3 samples."""
+def slowest_point(t, y, plateau: Plateau, *, log_time: bool = False) -> int | None:
+    r"""The index where ``y`` moves slowest (smallest $|dy/dt|$, or $|dy/d\log t|$ with
+    ``log_time``) inside ``plateau``: for gradient flow near a saddle, the trajectory's closest
+    approach to the fixed point.  ``None`` when the plateau holds fewer than 3 samples."""
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
     i = np.flatnonzero((t >= plateau.start) & (t <= plateau.end))
     if i.size < 3:
-        return plateau.level
+        return None
     x = np.log(t[i]) if log_time else t[i]
-    return float(y[i][int(np.argmin(np.abs(np.gradient(y[i], x))))])
+    return int(i[int(np.argmin(np.abs(np.gradient(y[i], x))))])
 
 
-def first_crossing(t, y, level: float, *, start: float | None = None) -> float | None:
-    """First time (linear interpolation) at which ``y`` goes from above to below ``level``."""
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    k0 = 0 if start is None else int(np.searchsorted(t, start))
-    for k in range(max(k0, 1), len(t)):
-        if y[k - 1] >= level > y[k]:
-            f = (y[k - 1] - level) / (y[k - 1] - y[k])
-            return float(t[k - 1] + f * (t[k] - t[k - 1]))
-    return None
-
-
-def crossing_times(t, y, plateaus: list[Plateau]) -> list[float | None]:
-    """For each consecutive pair of plateaus, when ``y`` crosses their midpoint level."""
-    out = []
-    for p, q in zip(plateaus, plateaus[1:]):
-        out.append(first_crossing(t, y, 0.5 * (p.level + q.level), start=p.start))
-    return out
+def slowest_point_level(t, y, plateau: Plateau, *, log_time: bool = False) -> float:
+    """The value of ``y`` at :func:`slowest_point` (a less biased estimate of the fixed point's
+    loss than the plateau's median, which mixes in the start of the next drop); the median
+    level when the plateau holds fewer than 3 samples."""
+    k = slowest_point(t, y, plateau, log_time=log_time)
+    return plateau.level if k is None else float(np.asarray(y, dtype=float)[k])

@@ -6,9 +6,5 @@ from ._gaussian import isserlis as isserlis
 from ._gaussian import symmetric_matrix as symmetric_matrix
 from ._exact import exact as exact
 from ._exact import exact_list as exact_list
-from ._linear_attention import PopulationLoss as PopulationLoss
-from ._linear_attention import c_coefficients as c_coefficients
-from ._linear_attention import moments_derivation as moments_derivation
-from ._linear_attention import subset_losses as subset_losses
 from ._categorical import cross_attention_derivation as cross_attention_derivation
 from ._categorical import functional_gd_derivation as functional_gd_derivation

@@ -1,0 +1,21 @@
+"""The linear-attention claims: each states "run this experiment, judge it against that
+prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mod:`..theory`).
+
+* :mod:`.equivalence` — the reductions of ATTN_M and ATTN_S (exact identities);
+* :mod:`.merged`    — ATTN_M: fixed points, the logistic σ(t);
+* :mod:`.structure` — ATTN_S: the 2^D fixed points;
+* :mod:`.dynamics`  — ATTN_S: saddle-to-saddle (Fig. 3), rank-R heads (Fig. 4);
+* :mod:`.scalar`    — the one-head plateau ODE, the initialisation-scale laws;
+* :mod:`.softmax`   — softmax attention (qualitative);
+* :mod:`._common`, :mod:`._planted` — shared judgements and the planted errors several claims use.
+"""
+
+from .dynamics import RankPlateaus, SaddleToSaddle
+from .equivalence import MergedEquivalence, SeparateEquivalence
+from .merged import MergedFixedPoints, MergedSigmoid
+from .scalar import InitScale, ScalarOde
+from .softmax import SoftmaxDrops
+from .structure import SeparateFixedPoints
+
+CLAIMS = (MergedEquivalence(), MergedFixedPoints(), MergedSigmoid(), SeparateEquivalence(),
+          SeparateFixedPoints(), SaddleToSaddle(), ScalarOde(), RankPlateaus(), InitScale(), SoftmaxDrops())

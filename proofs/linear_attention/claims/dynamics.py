@@ -1,0 +1,351 @@
+"""ATTN_S training dynamics: saddle-to-saddle learning (Fig. 3) and rank-R heads (Fig. 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
+
+from ..settings import RankSetting, SeparateSetting, typical_scale
+from ._common import ARXIV, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
+from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, MOMENTS_N_PLUS_1
+
+theory = lazy_module("proofs.linear_attention.theory")
+ex = lazy_module("proofs.linear_attention.experiments")
+
+__all__ = ["SaddleToSaddle", "RankPlateaus"]
+
+#: a head took part in learning a direction when it carried at least this share of it
+_SHARE = 0.25
+#: the largest balanced-equivalent init u0 = v0/v* at which rank-R stages are judged: a head's
+#: follower directions grow at a rate set by the learned weights once it escapes, and lag the
+#: escape (itself ∝ 1/u0) by a plateau of their own when u0 is not small (Fig. 4: u0 ≈ 0.002–0.01)
+_U0_MAX = 0.02
+
+#: a measurement helper reading the directions in reversed order (a shared eigen-index error)
+FRACTIONS_REVERSED = PlantedError(
+    "measurement", "the learned fractions read the eigen-directions in reversed order",
+    f"{EXPERIMENTS}._training:learned_fractions", lambda orig: (lambda M, lam, N: orig(M, lam, N)[..., ::-1]))
+
+
+def _population_run(s, run, p0, n_learn, settle: float) -> tuple:
+    """Population GD of the relevant block until every row has learned its directions (and
+    settled), then the order controls; returns (run, reading, controls, check_every)."""
+    stop = ex.analysis.settled(s.lam, s.N, n_learn, settle)
+    check = max(100, s.steps // 200)
+    ra = ex.training.separate_population_gd(s.lam, s.N, p0, lr=s.lr, steps=s.steps, stop=stop,
+                                            check_every=check, tick=run.tick)
+    reading = ex.analysis.read_run(ra, s.lam, s.N)
+    controls = ex.analysis.order_controls(s.lam, s.N, p0, reading.times, lr=s.lr, steps=s.steps,
+                                          n_learn=n_learn, settle=settle, check_every=check, tick=run.tick)
+    return ra, reading, controls
+
+
+def _learned_count(ctx, label: str, times, n_pred, capped: bool) -> bool:
+    """Judge the number of learned directions; a run cut by the step budget is inconclusive."""
+    n = int(np.sum(np.isfinite(times)))
+    if n < n_pred and capped:
+        ctx.inconclusive(f"{label}: {n} of {n_pred} directions learned within the step budget "
+                         f"({n_pred - n} drop(s) not reached; raise steps)")
+        return False
+    ctx.close(f"{label}: number of drops (directions learned)", judges=("n_drops",), predicted=n_pred, measured=n,
+              atol=0.5, why="integer count of learning events (learned fraction ≥ ½)")
+    return n >= n_pred
+
+
+def _u0(s, ranks) -> float:
+    """The largest balanced-equivalent init u0 = v0/v* over directions and ranks (theory's v*)."""
+    p = theory.paper()
+    return max(typical_scale(s.w_init, R, s.D) / p.v_star(l, c) for R in ranks for l, c in zip(s.lambdas, s.c()))
+
+
+def _init_small(ctx, reading, lam) -> bool:
+    """A plateau at L(M_0) needs the init to start closer to M_0 than half the smallest drop."""
+    deficit = float(np.max(np.sum(lam) - reading.initial_loss))
+    if deficit <= 0.5 * float(np.min(reading.drops)):
+        return True
+    ctx.inconclusive(f"init not small for this spectrum: the loss starts {deficit:.3g} below tr Λ, more than "
+                     "half the smallest drop — no saddle plateau at L(M_0) to test; lower w_init")
+    return False
+
+
+class SaddleToSaddle(Claim):
+    id = "linattn.separate.saddle-to-saddle"
+    title = ("From small init ATTN_S learns the eigen-directions one by one, by decreasing eigenvalue, "
+             "with plateaus at L(M_m)")
+    source = f"{ARXIV}, §5 and Fig. 3 (saddle-to-saddle dynamics; Eq. 19 for the plateau levels)"
+    provenance = "third-party summary of the paper"
+    statement = (
+        r"\mathcal M_0\to\mathcal M_1\to\dots\to\mathcal M_D,\ L(\mathcal M_m)=\operatorname{tr}\Lambda-"
+        r"\sum_{d\le m}\frac{\lambda_d}{c_d},\ \text{directions learned in the order }\lambda_1\ge\lambda_2\ge\dots"
+    )
+    setting_type = SeparateSetting
+    predictions = {
+        "plateau_losses": Prediction("Eq. 19: L(M_m), m = 0..D"),
+        "drop_order": Prediction("eigen-indices in the order they are learned (decreasing eigenvalue)",
+                                 kind="order"),
+        "n_drops": Prediction("directions learned: min(D, H·R)", kind="count"),
+        "drop_sizes": Prediction("λ_d/c_d along the drop order"),
+    }
+    planted_errors = (EIGEN_ORDER_REVERSED, C_N_PLUS_1, MOMENTS_N_PLUS_1, FRACTIONS_REVERSED)
+
+    def constants(self, s) -> dict:
+        p = theory.paper()
+        levels = p.plateau_levels(s.lambdas, s.N)
+        n = theory.learnable(s.D, s.H, s.R)
+        return {"plateau_losses": levels, "drop_order": p.order(s.lambdas)[:n], "n_drops": n,
+                "drop_sizes": [levels[m] - levels[m + 1] for m in range(s.D)]}
+
+    def derive(self, s):
+        p = theory.paper()
+        return p.view("ATTN_S fixed points and Eq. 19 (the plateaus' levels)", p.population.derivation)
+
+    def estimate(self, s) -> Cost:
+        D, F = s.D, (s.D + 1) ** 2 * s.D
+        a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
+        b = s.fs_seeds * (2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if s.fs_seeds else 0.0
+        return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
+                    what=f"≤ {s.steps} GD steps × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
+
+    def measure(self, s, run) -> dict:
+        n_learn = min(s.D, s.H * s.R)  # what H heads of rank R can hold: rank(M) ≤ H·R
+        p0 = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init)
+        ra, reading, controls = _population_run(s, run, p0, n_learn, settle=1.0)
+        out = {"run": ra, "reading": reading, "controls": controls, "fs": []}
+        pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
+        for k in range(min(s.fs_seeds, s.seeds)):
+            X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(20, k))
+            mom = ex.models.empirical_moments(X, y, tick=run.tick)
+            rb = ex.training.finite_sample_separate(mom, {n: v[k:k + 1] for n, v in pfull.items()}, s.lam, s.N,
+                                                    H=s.H, lr=s.lr, steps=ra.steps, tick=run.tick)
+            out["fs"].append((rb, ex.analysis.read_run(rb, s.lam, s.N)))
+        return out
+
+    def judge(self, s, pred, m, ctx) -> None:
+        ra, rd = m["run"], m["reading"]
+        lam = s.lam
+        bad = [x for x in pred["drop_order"] if not (float(x).is_integer() and 0 <= x < s.D)]
+        if bad:
+            from icltheory.core import BadInput
+
+            raise BadInput(f"--predict drop_order: eigen-indices must be integers in 0..{s.D - 1}, got {bad}")
+        n_pred = int(round(float(pred["n_drops"])))
+        capped = ra.steps >= s.steps
+        why_not = s.unstable_lr(s.lr)
+        if why_not:
+            ctx.inconclusive(why_not)
+            return
+        ctx.measure("simulator_a_steps", ra.steps)
+        ctx.measure("lr", s.lr)
+        ctx.close("drop sizes λ_d/c_d along the predicted order", judges=("drop_sizes", "drop_order"),
+                  predicted=pred["drop_sizes"][: len(pred["drop_order"])],
+                  measured=[float(rd.drops[int(round(d))]) for d in pred["drop_order"]],
+                  rtol=1e-10, atol=1e-12 * float(lam.sum()),
+                  why="each direction's drop L(0) − L(m*_d e_de_dᵀ) from the experiment's moments, float64")
+        if not _init_small(ctx, rd, lam):
+            return
+        u0 = _u0(s, [s.R])
+        if u0 > 0.25:
+            ctx.inconclusive(f"init not small: u0 = (λc)^(1/3)·v0 = {u0:.3g} > 0.25 of the way to the learned value "
+                             "for the top direction — no long saddle plateau to escape from; lower w_init")
+            return
+        for k in range(s.seeds):
+            label = f"(a) population GD, seed {k}"
+            _learned_count(ctx, label, rd.times[k], n_pred, capped)
+            judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k])
+            judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], pred["drop_order"], lam)
+            judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops)
+        ctx.measure("drop_order", rd.order)
+        ctx.measure("n_drops", [len(o) for o in rd.order])
+        ctx.measure("drop_steps", [[round(float(x) / s.lr, 1) for x in np.sort(t) if np.isfinite(x)]
+                                   for t in rd.times])
+        ctx.measure("plateaus", [[v.as_dict() for v in row] for row in rd.visits])
+        ctx.measure("order_controls", [{f"{i},{j}": w for (i, j), w in c.items()} for c in m["controls"]])
+        for k, (rb, rdb) in enumerate(m["fs"]):
+            label = f"(b) full-batch GD on P={s.P} sequences, seed {k}"
+            _learned_count(ctx, label, rdb.times[0], n_pred, capped)
+            judge_visits(ctx, label, rdb.visits[0], pred["plateau_losses"], pred["drop_order"], lam, rd.drops)
+            ctx.measure(f"finite_sample_drop_order_seed{k}", rdb.order[0])
+            ctx.measure(f"finite_sample_plateaus_seed{k}", [v.as_dict() for v in rdb.visits[0]])
+            ctx.plot(loss_plot(
+                f"Fig. 3 reproduction (b): full ATTN_S trained on P={s.P} sequences (seed {k})",
+                rb.t, rb.train_loss, pred["plateau_losses"], [f"training loss, seed {k}"],
+                "Full-batch GD of the whole model (quadratic-feature form, exact for every weight that reaches "
+                "ŷ_q); the plateaus are judged on the population loss of its relevant block."))
+        ann = [(float(ti), float(ra.loss[0, min(int(np.searchsorted(ra.t, ti)), len(ra.t) - 1)]),
+                f"e_{i} (λ={lam[i]:g})") for i, ti in enumerate(rd.times[0]) if np.isfinite(ti)]
+        ctx.plot(loss_plot(
+            f"Fig. 3 reproduction (a): ATTN_S population GD, D={s.D}, N={s.N}, H={s.H}, R={s.R}",
+            ra.t, ra.loss, pred["plateau_losses"], [f"seed {k}" for k in range(s.seeds)],
+            f"η={s.lr:.4g} τ/step, w_init={s.w_init:.4g}; {ra.steps} steps. Annotations: the direction "
+            "learned at each drop (seed 0). Horizontal lines: Eq. 19.", ann))
+
+
+class RankPlateaus(Claim):
+    r"""Measured per rank and seed, on population GD from the Fig. 4 initialisation: the
+    *learning stages* (each learned direction is owned by the head with the largest
+    $|v_i\sum_rK_{ird}Q_{ird}|$; a stage is one head's escape), the order of the stages, and the
+    plateaus the blind detector finds, which must sit at saddles $\mathcal M_m$ with $m$ a
+    multiple of R (or every learnable direction)."""
+
+    id = "linattn.separate.rank"
+    title = "Rank-R heads: directions are learned R at a time, so clear plateaus appear only at m ∈ {0, R, 2R, …}"
+    source = f"{ARXIV}, §5 and Fig. 4 (rank-R key and query)"
+    provenance = "third-party summary of the paper"
+    statement = (
+        r"W^K_i,W^Q_i\in\mathbb R^{R\times(D+1)}:\ \text{plateaus at }L(\mathcal M_m),\ m\in\{0,R,2R,\dots\};"
+        r"\ D=8,\ \lambda_k=k/36:\ R=1,2,4,8\Rightarrow 8,4,2,1\text{ plateaus}"
+    )
+    setting_type = RankSetting
+    predictions = {
+        "ranks": Prediction("the ranks checked", informational=True),
+        "n_plateaus": Prediction("plateaus (learning stages) per rank: ⌈min(D, H·R)/R⌉", kind="count",
+                                 wrong=lambda v: [[x - 1 if j == i else x for j, x in enumerate(v)]
+                                                  for i in range(len(v)) if v[i] > 1]),
+        "stage_size": Prediction("directions learned per stage, per rank: R", kind="count",
+                                 wrong=lambda v: [[2 * x if j == i else x for j, x in enumerate(v)]
+                                                  for i in range(len(v)) if 2 * v[i] <= v[-1]]),
+        "plateau_losses": Prediction("Eq. 19: L(M_m), m = 0..D"),
+        "drop_order": Prediction("eigen-indices by decreasing eigenvalue (the order of the stages)", kind="order",
+                                 wrong=lambda v: [list(reversed(v))]),
+    }
+    planted_errors = (EIGEN_ORDER_REVERSED, C_N_PLUS_1, MOMENTS_N_PLUS_1,
+                      PlantedError("measurement", "the init ignores the rank (key/query std w/√(D+1) for every R)",
+                                   f"{EXPERIMENTS}._training:init_separate",
+                                   lambda orig: (lambda rng, S, H, ranks, D, w, full=False:
+                                                 orig(rng, S, H, 1, D, w, full=full))))
+
+    def constants(self, s) -> dict:
+        p = theory.paper()
+        stages = [theory.rank_stages(s.D, s.H, R) for R in s.ranks]
+        return {"ranks": s.ranks, "n_plateaus": [len(st) for st in stages], "stage_size": s.ranks,
+                "plateau_losses": p.plateau_levels(s.lambdas, s.N), "drop_order": p.order(s.lambdas)}
+
+    def derive(self, s):
+        p = theory.paper()
+        return p.view("ATTN_S fixed points and Eq. 19 (the plateaus' levels)", p.population.derivation)
+
+    def estimate(self, s) -> Cost:
+        rows = len(s.ranks) * s.seeds
+        return Cost(work=steps_work(s.steps, 2 * rows * s.H * max(s.ranks) * s.D**2),
+                    memory=8.0 * rows * s.D**2 * 4000, what=f"≤ {s.steps} GD steps × {rows} runs")
+
+    def measure(self, s, run) -> dict:
+        axis = [R for R in s.ranks for _ in range(s.seeds)]
+        p0 = ex.training.init_separate(run.rng(2), len(axis), s.H, axis, s.D, s.w_init)
+        n_learn = np.array([min(s.D, s.H * R) for R in axis])
+        ra, reading, controls = _population_run(s, run, p0, n_learn, settle=0.25)
+        groups = [ex.analysis.head_groups(ra, k, reading.times[k], share=_SHARE) for k in range(len(axis))]
+        return {"run": ra, "reading": reading, "controls": controls, "groups": groups}
+
+    @staticmethod
+    def _plateau_stages(visits, levels, bounds, n_learn: int, drops) -> list[int]:
+        """Stages read off the loss: the learned-set sizes at the attributable plateaus (a size
+        within the detector's resolution — 3% of the loss range — of a stage boundary counts as
+        that boundary), differenced, up to ``n_learn``."""
+        lv = np.asarray(levels, float)
+        res = 0.03 * abs(float(lv[0] - lv[-1]))
+        marks = {0}
+        for v in visits:
+            if v.deviation >= 0.5 * float(np.min(drops)):
+                continue
+            m = len(v.learned)
+            near = [b for b in bounds if abs(lv[m] - lv[b]) <= res]
+            marks.add(min(near, key=lambda b: abs(b - m)) if near else m)
+        marks = sorted(x for x in marks if x < n_learn) + [n_learn]
+        return [b - a for a, b in zip(marks, marks[1:])]
+
+    @staticmethod
+    def _stage_verdict(predicted: list, *measured: list) -> bool | None:
+        """Completed stages against the prediction, from two measurements (heads' ownership, the
+        loss's plateaus), compared by their boundaries (cumulative sizes): either matching the
+        predicted boundaries it covers passes; boundaries all among the predicted ones are merged
+        stages (heads escaping together, or a plateau too short to see: undecided); a boundary
+        inside a predicted stage is a split and refutes."""
+        bp = set(np.cumsum(predicted).tolist())
+        subset = []
+        for x in measured:
+            if not x:
+                continue
+            bm = set(np.cumsum(x).tolist())
+            if bm == {b for b in bp if b <= max(bm)}:
+                return True
+            subset.append(bm <= bp)
+        return False if subset and not any(subset) else None
+
+    def judge(self, s, pred, m, ctx) -> None:
+        ra, rd = m["run"], m["reading"]
+        lam = s.lam
+        capped = ra.steps >= s.steps
+        po = [int(round(x)) for x in pred["drop_order"]]
+        ctx.measure("steps", ra.steps)
+        why_not = s.unstable_lr(s.lr)
+        if why_not:
+            ctx.inconclusive(why_not)
+            return
+        if not _init_small(ctx, rd, lam):
+            return
+        u0 = _u0(s, s.ranks)
+        if u0 > _U0_MAX:
+            ctx.inconclusive(f"init not small for rank-R stages: u0 = (λc)^(1/3)·v0 = {u0:.3g} > {_U0_MAX:g} — a head's "
+                             "smaller directions then lag its escape by a plateau of their own (Fig. 4's regime: "
+                             "u0 ≈ 0.002–0.01); lower w_init")
+            return
+        counts, why = [], ("stages measured twice: by the heads that escaped together (each carrying ≥ "
+                           f"{_SHARE:g} of a direction's v_i Σ_r K_ird Q_ird at its learning time) and by the "
+                           "loss's plateaus (learned-set sizes there, within the detector's 3% resolution); "
+                           "either agreeing passes, merged stages (heads escaping together, or a plateau too "
+                           "short to see) leave it undecided, a split refutes")
+        for j, R in enumerate(s.ranks):
+            size = max(int(round(float(pred["stage_size"][j]))), 1)
+            n_learn = theory.learnable(s.D, s.H, R)
+            stages = [size] * (n_learn // size) + ([n_learn % size] if n_learn % size else [])
+            bounds = np.cumsum([0] + stages)
+            stage_of = {d: int(np.searchsorted(bounds, k, side="right")) - 1 for k, d in enumerate(po[:n_learn])}
+            pairs = {(a, b) for a in stage_of for b in stage_of if stage_of[a] < stage_of[b]}
+            straddle = [(a, b) for a, b in pairs if lam[a] == lam[b]]
+            if straddle:
+                ctx.inconclusive(f"R={R}: equal eigenvalues straddle a stage boundary ({straddle[:3]}): a head may "
+                                 "take any mix of the tied directions, so the stages are not determined")
+            row_counts = []
+            for q in range(s.seeds):
+                k = j * s.seeds + q
+                label = f"R={R}, seed {q}"
+                complete = len(rd.order[k]) >= n_learn
+                if not complete and capped:
+                    ctx.inconclusive(f"{label}: {len(rd.order[k])} of {n_learn} directions learned within the "
+                                     "step budget; the stages are not complete")
+                judge_order(ctx, label, rd.times[k], po[:n_learn], lam, m["controls"][k], pairs=pairs)
+                judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], po, lam)
+                judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops)
+                own = [len(g) for g in m["groups"][k]]
+                plat = self._plateau_stages(rd.visits[k], pred["plateau_losses"], set(int(b) for b in bounds),
+                                            n_learn, rd.drops)
+                row_counts.append(len(own))
+                if straddle:
+                    continue
+                if not complete:  # the last stage is still under way
+                    own, plat = own[:-1], plat[:-1]
+                ok = self._stage_verdict(stages, own, plat)
+                ctx.condition(f"{label}: directions per learning stage", ok, judges=("stage_size",),
+                              predicted=stages, measured={"heads": own, "plateaus": plat}, why=why)
+                ok_n = True
+                if complete:
+                    n_pred = int(round(float(pred["n_plateaus"][j])))
+                    ok_n = (True if n_pred in (len(own), len(plat)) else
+                            None if min(len(own), len(plat)) < n_pred else False)
+                    ctx.condition(f"{label}: number of plateaus (learning stages)", ok_n, judges=("n_plateaus",),
+                                  predicted=n_pred, measured={"heads": len(own), "plateaus": len(plat)}, why=why)
+                if ok is None or ok_n is None:
+                    ctx.inconclusive(f"{label}: the stages merged (heads escaping together, or a plateau too short "
+                                     f"to see): heads {own}, plateaus {plat} against {stages}")
+            counts.append(row_counts)
+        ctx.measure("n_plateaus", counts)
+        ctx.measure("stages", m["groups"])
+        for j, R in enumerate(s.ranks):
+            sl = slice(j * s.seeds, (j + 1) * s.seeds)
+            ctx.plot(loss_plot(
+                f"Fig. 4 reproduction: ATTN_S rank R={R}, D={s.D}, H={s.H}, N={s.N}",
+                ra.t, ra.loss[sl], pred["plateau_losses"], [f"seed {q}" for q in range(s.seeds)],
+                f"Population GD, η={s.lr:.4g} τ/step, w_init={s.w_init:.4g} (code init 5e-3 mapped). "
+                "Horizontal lines: L(M_m); clear plateaus are expected only at multiples of R."))

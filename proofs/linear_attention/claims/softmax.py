@@ -1,0 +1,129 @@
+"""Softmax attention (qualitative): one drop for merged key-query, several for separate."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
+
+from ..settings import SoftmaxSetting
+from ._common import ARXIV, steps_work
+from ._planted import EXPERIMENTS, THEORY
+
+theory = lazy_module("proofs.linear_attention.theory")
+ex = lazy_module("proofs.linear_attention.experiments")
+
+__all__ = ["SoftmaxDrops"]
+
+#: fewest recorded points on which drops are counted
+_MIN_POINTS = 50
+#: a drop: a descent phase losing at least this fraction of the total descent
+_DROP = 0.1
+
+
+class SoftmaxDrops(Claim):
+    id = "linattn.softmax.drops"
+    title = "Softmax attention (qualitative): merged key-query shows one drop, separate key/query several"
+    source = f"{ARXIV}, Fig. 5 (softmax variants; no softmax theory in the paper)"
+    provenance = "third-party summary of the paper"
+    statement = (
+        r"\hat y_q=\sum_i\sum_n\operatorname{softmax}_n(X_n^\top W^{KQ}_i\tilde x_q)\,(W^V_iX_n)_{D+1}:"
+        r"\ \text{merged}\Rightarrow1\text{ drop};\ W^{KQ}_i=(W^K_i)^\top W^Q_i\Rightarrow\text{several drops}"
+    )
+    setting_type = SoftmaxSetting
+    predictions = {
+        "merged_drops": Prediction("drops of the merged softmax model: 1", kind="count"),
+        "separate_min_drops": Prediction("at least this many drops for separate heads: min(2, H·R, D)",
+                                         kind="lower_bound", wrong=lambda v: [v + 2]),
+    }
+    planted_errors = (
+        PlantedError("theory", "the merged model predicted to drop twice", f"{THEORY}._paper:softmax_drop_counts",
+                     lambda orig: (lambda D, H, R: (orig(D, H, R)[0] + 1, orig(D, H, R)[1]))),
+        PlantedError("measurement", "the attention softmax at zero inverse temperature (uniform weights)",
+                     f"{EXPERIMENTS}._softmax:attention_weights", lambda orig: (lambda scores: orig(0.0 * scores))),
+    )
+
+    def constants(self, s) -> dict:
+        merged, separate = theory.softmax_drop_counts(s.D, s.H, s.R)
+        return {"merged_drops": merged, "separate_min_drops": separate}
+
+    def estimate(self, s) -> Cost:
+        per = 4 * s.P * (s.N + 1) * (s.D + 1) * (s.H + s.H_merged)
+        return Cost(work=steps_work(s.steps, per), memory=8.0 * s.P * (s.N + 1) * (s.D + 1) * (s.H + s.H_merged) * 6,
+                    what=f"{s.steps} GD steps of two softmax models on P={s.P} sequences")
+
+    def measure(self, s, run) -> dict:
+        D = s.D
+        X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(30))
+        rng = run.rng(31)
+        mm = ex.softmax.SoftmaxAttention(s.H_merged, merged=True)
+        pm = ex.softmax.softmax_init(mm, D, s.w_init, rng)
+        ms = ex.softmax.SoftmaxAttention(s.H, merged=False, R=s.R)
+        ps = ex.softmax.softmax_init(ms, D, s.w_init, rng)
+        rec = max(1, s.steps // 1500)
+        km, lm, _ = ex.softmax.softmax_train(mm, pm, X, y, lr=s.lr, steps=s.steps, record_every=rec, tick=run.tick)
+        ks, ls, _ = ex.softmax.softmax_train(ms, ps, X, y, lr=s.lr, steps=s.steps, record_every=rec, tick=run.tick)
+        t = km * s.lr
+        out = {"t": t, "merged": lm, "separate": ls}
+        if t.size - 1 >= _MIN_POINTS:
+            out["merged_phases"] = ex.analysis.descent_phases(t[1:], lm[1:])
+            out["separate_phases"] = ex.analysis.descent_phases(t[1:], ls[1:])
+        return out
+
+    @staticmethod
+    def _count(phases) -> tuple[int, int]:
+        """(sure drops, borderline phases): a drop is a descent phase losing ≥ 10% of the total
+        descent; phases within a factor 1.5 of that threshold are borderline."""
+        sure = sum(1 for f in phases if f >= _DROP * 1.5)
+        maybe = sum(1 for f in phases if _DROP / 1.5 <= f < _DROP * 1.5)
+        return sure, maybe
+
+    def judge(self, s, pred, m, ctx) -> None:
+        t = m["t"]
+        if "merged_phases" not in m:
+            ctx.inconclusive(f"only {t.size - 1} recorded points after {s.steps} steps — too short to resolve "
+                             f"drops (need ≥ {_MIN_POINTS}; raise steps)")
+            return
+        p = theory.paper()
+        why_not = s.unstable_lr(s.lr)
+        if why_not:
+            ctx.inconclusive(why_not)
+            return
+        u0 = max(s.w_init / p.v_star(l, c) for l, c in zip(s.lambdas, s.c()))
+        if u0 >= 0.25:
+            ctx.inconclusive(f"init not small: w_init = {s.w_init:g} is {u0:.2g} of the learned scale (λc)^(-1/3) of the "
+                             "top direction (≥ 0.25), so there are no plateaus between which to count drops")
+            return
+        why = ("descent phases of the training loss's running minimum in log time (peaks of −dL/d ln t, "
+               f"scipy.signal.find_peaks); a drop loses ≥ {_DROP:.0%} of the total descent, phases within a "
+               "factor 1.5 of that are borderline (then undecided)")
+        ms, mm_ = self._count(m["merged_phases"])
+        ss, sm_ = self._count(m["separate_phases"])
+        ctx.measure("merged_phases", [round(f, 4) for f in m["merged_phases"]])
+        ctx.measure("separate_phases", [round(f, 4) for f in m["separate_phases"]])
+        ctx.measure("merged_drops", [ms, ms + mm_])
+        ctx.measure("separate_drops", [ss, ss + sm_])
+        want = int(round(float(pred["merged_drops"])))
+        ctx.condition("softmax ATTN_M: number of drops", (None if mm_ and ms <= want <= ms + mm_ else want == ms),
+                      key="merged_drops", measured=[ms, ms + mm_], why=why)
+        need = int(round(float(pred["separate_min_drops"])))
+        T = s.second_drop_time()
+        lam_sorted = sorted(s.lambdas, reverse=True)[: max(need, 2)]
+        close = [(a, b) for a, b in zip(lam_sorted, lam_sorted[1:]) if a < 1.2 * b]
+        if ss + sm_ < need and close:
+            ctx.inconclusive(f"softmax ATTN_S: {ss} drop(s), but the top eigenvalues {close} are within 20% of each "
+                             "other: their drops may merge into one (a near-tie, not a refutation)")
+        elif ss + sm_ < need and t[-1] < T:
+            ctx.inconclusive(f"softmax ATTN_S: {ss} drop(s) by t = {t[-1]:.3g} τ, before the linear theory's "
+                             f"learning time of the third direction ({T:.3g} τ): the horizon is too short to judge")
+        else:
+            ctx.condition("softmax ATTN_S: several drops", True if ss >= need else (None if ss + sm_ >= need else False),
+                          key="separate_min_drops", measured=[ss, ss + sm_], why=why)
+        lv = theory.paper().plateau_levels(s.lambdas, s.N)
+        ctx.note("The paper gives no softmax theory: the softmax runs' curves are drawn next to the "
+                 f"linear-attention levels {[round(x, 4) for x in lv]} for comparison only.")
+        ctx.plot(Plot(title=f"Softmax attention, D={s.D}, N={s.N}, P={s.P}", xlabel="t / τ", ylabel="training loss",
+                      series=[Series(t[1:], m["merged"][1:], f"merged key-query, H={s.H_merged}"),
+                              Series(t[1:], m["separate"][1:], f"separate key/query, H={s.H}, R={s.R}")],
+                      hlines=[(x, f"linear theory L(M_{k})") for k, x in enumerate(lv)], logx=True,
+                      caption="Qualitative comparison only (no softmax theory)."))

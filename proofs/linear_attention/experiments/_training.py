@@ -1,0 +1,209 @@
+r"""Trainers (numpy; the quadratic-form trainer also on torch) — every loop is
+:func:`icltheory.dynamics.run_gd`.
+
+**Units.**  GD runs on $L_{1/2}=L/2$ with step $\eta$, so step $k$ is time $t/\tau=\eta k$ of the
+flow $\tau\dot\theta=-\partial L_{1/2}/\partial\theta$; losses are plain MSE.
+
+**Initialisation** (the paper-era reference code, one module per head): value weights
+$\mathcal N(0,w^2)$, key and query $\mathcal N(0,w^2/(R(D+1)))$; the key's label column and the
+value's $x\to$label entries are zero.  :func:`init_separate` draws the relevant block and, for
+the whole model, embeds the *same* draws with the irrelevant entries at zero, so a population
+run and a finite-sample run of one seed start from identical relevant weights.  A rank-$R$ head
+is a rank-$R_{\max}$ head whose pairs $r\ge R$ are zero (they stay zero: $\partial_{K_r}\propto
+Q_r$, $\partial_{Q_r}\propto K_r$), so runs of different ranks share one vectorised seed axis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from icltheory.core import NumericalTrouble
+from icltheory.dynamics import run_gd, threshold_times
+
+from . import _population as pop
+from ._models import NUMPY, QuadraticMoments, SeparateHeads
+
+__all__ = ["init_separate", "swap_directions", "scaled_copies", "Run", "train_quadratic", "separate_population_gd",
+           "finite_sample_separate", "learned_fractions", "learning_times"]
+
+
+def init_separate(rng: np.random.Generator, S: int, H: int, ranks, D: int, w_init: float, *,
+                  full: bool = False) -> dict:
+    """Paper-era initialisation (see the module docstring); ``ranks``: one per seed row or an int."""
+    ranks = np.broadcast_to(np.asarray(ranks, dtype=int), (S,))
+    Rmax = int(ranks.max())
+    v = w_init * rng.standard_normal((S, H))
+    K = rng.standard_normal((S, H, Rmax, D))
+    Q = rng.standard_normal((S, H, Rmax, D))
+    for s in range(S):
+        sd = w_init / math.sqrt(ranks[s] * (D + 1))
+        K[s] *= sd
+        Q[s] *= sd
+        K[s, :, ranks[s]:, :] = 0.0
+        Q[s, :, ranks[s]:, :] = 0.0
+    if not full:
+        return {"r": v[:, :, None], "K": K, "Q": Q}
+    r = np.zeros((S, H, D + 1))
+    r[:, :, D] = v
+    Kf = np.zeros((S, H, Rmax, D + 1))
+    Kf[:, :, :, :D] = K
+    return {"r": r, "K": Kf, "Q": Q}
+
+
+def swap_directions(params: dict, rows, pairs) -> dict:
+    """New seed rows: row ``rows[k]`` of ``params`` with input coordinates ``pairs[k] = (i, j)``
+    of every key and query exchanged (the init of the two eigen-directions swapped)."""
+    out = {name: np.array(v[list(rows)], copy=True) for name, v in params.items()}
+    for k, (i, j) in enumerate(pairs):
+        for name in ("K", "Q"):
+            a = out[name][k]
+            a[..., [i, j]] = a[..., [j, i]]
+    return out
+
+
+def scaled_copies(params: dict, scales) -> dict:
+    """Seed row k × scale j → row k·len(scales) + j: every weight of row k multiplied by scales[j]
+    (the same random direction at several initialisation scales)."""
+    scales = np.asarray(scales, dtype=float)
+    out = {}
+    for name, v in params.items():
+        rows = v[:, None] * scales.reshape((1, -1) + (1,) * (v.ndim - 1))
+        out[name] = rows.reshape((v.shape[0] * scales.size,) + v.shape[1:])
+    return out
+
+
+@dataclass
+class Run:
+    """A GD run: record times t (τ), population loss (S, T), relevant block M (S, T, D, D), the
+    final parameters, and (finite-sample runs) the training loss (S, T)."""
+
+    t: np.ndarray
+    loss: np.ndarray
+    M: np.ndarray
+    params: dict
+    lr: float
+    steps: int
+    train_loss: np.ndarray | None = None
+    heads: np.ndarray | None = None  # (S, T, H, D): each head's v_i Σ_r K_ird Q_ird
+
+
+def _diverged(trace, lr: float) -> None:
+    if trace.stopped == "diverged":
+        raise NumericalTrouble(f"gradient descent diverged at step {trace.diverged_at} "
+                               f"(lr={lr:g} τ per step is too large)")
+
+
+def train_quadratic(model, moments: QuadraticMoments, params: dict, *, lr: float, steps: int,
+                    xp=NUMPY, record_every: int | str = 1, keep_theta: bool = False, stop=None,
+                    check_every: int = 1000, tick=None, what: str = "gradient descent"):
+    """Full-batch GD on $L_{1/2}$ of a quadratic-feature model: θ ← θ − η ∂L_{1/2}/∂θ, written
+    once against the array namespace ``xp``.  Returns the :class:`~icltheory.dynamics.Trace`
+    (``loss`` (S,) per record, ``theta`` (S, F) with ``keep_theta``) and the final parameters."""
+    Cg = moments.on(xp)
+    p = {k: xp.asarray(v) for k, v in params.items()}
+
+    def step(_k: int) -> None:
+        grads = model.pullback(p, moments.grad_half(model.theta(p, xp), xp, Cg), moments, xp)
+        for name in p:
+            p[name] -= lr * grads[name]
+
+    def observe() -> dict:
+        theta = model.theta(p, xp)
+        out = {"loss": xp.to_numpy(moments.mse(theta, xp, Cg))}
+        if keep_theta:
+            out["theta"] = xp.to_numpy(theta)
+        return out
+
+    trace = run_gd(step, observe, max_steps=steps, record_every=record_every, stop=stop,
+                   check_every=check_every, tick=tick, what=what)
+    _diverged(trace, lr)
+    return trace, {k: np.array(xp.to_numpy(v)) for k, v in p.items()}
+
+
+def separate_population_gd(lam, N: int, params: dict, *, lr: float, steps: int, stop=None,
+                           check_every: int | None = None, record_every: int | str = "geometric",
+                           per_decade: int = 300, tick=None) -> Run:
+    r"""GD on the exact population $L_{1/2}$ of ATTN_S's relevant block, Λ = diag(lam),
+    vectorised over seed rows.  With $E=\Lambda^2-\mathbb E[\beta\beta^\top]M\Lambda$ the step is
+    $v_i\mathrel{+}=\eta\langle E,K_i^\top Q_i\rangle$, $K_i\mathrel{+}=\eta v_iQ_iE^\top$,
+    $Q_i\mathrel{+}=\eta v_iK_iE$ (the same iterates as :func:`train_quadratic` with
+    :class:`SeparateHeads` on the population moments; the tests check this) in two batched
+    matrix products.  ``stop(run)`` is asked every ``check_every`` steps."""
+    lam = np.asarray(lam, float)
+    D = lam.size
+    W = np.diag(pop.beta_second_moment(lam, N))[:, None] * lam[None, :]
+    L2 = np.diag(lam**2)
+    v = np.array(params["r"][:, :, 0], dtype=float, copy=True)
+    S, H = v.shape
+    R = params["K"].shape[2]
+    K = np.array(params["K"], dtype=float).reshape(S, H * R, D).copy()
+    Q = np.array(params["Q"], dtype=float).reshape(S, H * R, D).copy()
+    state = {}
+
+    def relevant():
+        vr = np.repeat(v, R, axis=1)[:, :, None]
+        state["vr"] = vr
+        state["M"] = np.swapaxes(vr * K, 1, 2) @ Q
+
+    def step(_k: int) -> None:
+        vr = state["vr"]
+        E = L2 - W * state["M"]
+        KE = K @ E
+        QEt = Q @ np.swapaxes(E, 1, 2)
+        gv = (KE * Q).sum(-1).reshape(S, H, R).sum(-1)
+        K[...] += lr * vr * QEt
+        Q[...] += lr * vr * KE
+        v[...] += lr * gv
+        relevant()
+
+    def observe() -> dict:
+        per_head = np.einsum("sh,shrd,shrd->shd", v, K.reshape(S, H, R, D), Q.reshape(S, H, R, D))
+        return {"loss": pop.population_mse(state["M"], lam, N), "M": state["M"], "heads": per_head}
+
+    def params_now() -> dict:
+        return {"r": v[:, :, None].copy(), "K": K.reshape(S, H, R, D).copy(),
+                "Q": Q.reshape(S, H, R, D).copy()}
+
+    def as_run(trace) -> Run:
+        return Run(trace.steps * lr, trace["loss"].T, np.swapaxes(trace["M"], 0, 1), params_now(),
+                   lr, int(trace.n_steps), heads=np.swapaxes(trace["heads"], 0, 1))
+
+    relevant()
+    trace = run_gd(step, observe, max_steps=steps, record_every=record_every, per_decade=per_decade,
+                   stop=(lambda tr: stop(as_run(tr))) if stop is not None else None,
+                   check_every=check_every or max(steps, 1), tick=tick,
+                   what="population gradient descent")
+    _diverged(trace, lr)
+    return as_run(trace)
+
+
+def finite_sample_separate(moments: QuadraticMoments, params: dict, lam, N: int, *, H: int,
+                           lr: float, steps: int, xp=NUMPY, tick=None) -> Run:
+    """Full-batch GD of the whole ATTN_S model on the sequences behind ``moments`` (from the
+    full-model ``params``); records the training loss and the relevant block M(t), whose
+    population loss is the run's ``loss``."""
+    model = SeparateHeads(H, params["K"].shape[2])
+    trace, final = train_quadratic(model, moments, params, lr=lr, steps=steps, xp=xp,
+                                   record_every="geometric", keep_theta=True,
+                                   check_every=max(steps // 20, 1), tick=tick,
+                                   what="finite-sample gradient descent")
+    D = moments.D
+    th = trace["theta"].reshape(len(trace.steps), -1, D + 1, D + 1, D)
+    M = np.swapaxes(th[:, :, D, :D, :], 0, 1)  # (S, T, D, D): value label row, key/query inputs
+    return Run(trace.steps * lr, pop.population_mse(M, lam, N), M, final, lr, int(trace.n_steps),
+               train_loss=trace["loss"].T)
+
+
+def learned_fractions(M: np.ndarray, lam, N: int) -> np.ndarray:
+    """Per eigen-direction: M_dd over its learned value (the minimiser of the population loss)."""
+    opt = np.diagonal(pop.population_optimum(lam, N))
+    return np.diagonal(M, axis1=-2, axis2=-1) / opt
+
+
+def learning_times(t: np.ndarray, frac: np.ndarray, level: float = 0.5) -> np.ndarray:
+    """First time each direction's learned fraction reaches ``level`` (nan if never):
+    ``frac`` (S, T, D) → (S, D)."""
+    return threshold_times(t, np.swapaxes(frac, 1, 2), [level])[..., 0]
