@@ -158,7 +158,16 @@ def planted(error: PlantedError) -> Iterator[None]:
     and exit, so nothing computed with the error outlives it)."""
     import inspect
 
+    import sys
+
     mod_name, attr = error.target.split(":", 1)
+    # load lazily bound parent packages first: a parent whose __init__ imports the target
+    # would otherwise load it a second time, and the patch would miss the copy in use
+    parts_mod = mod_name.split(".")
+    for i in range(1, len(parts_mod)):
+        parent = sys.modules.get(".".join(parts_mod[:i]))
+        if parent is not None:
+            getattr(parent, "__spec__", None)
     obj: Any = importlib.import_module(mod_name)
     parts = attr.split(".")
     for p in parts[:-1]:

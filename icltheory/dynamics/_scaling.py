@@ -5,8 +5,8 @@ Three tasks recur whenever a paper states how a training time scales with a para
 1. **Crossing times.**  From a sampled trajectory :math:`y(t_0), y(t_1), \dots` find the first
    time :math:`T_\theta` at which :math:`y` reaches a threshold :math:`\theta`, linearly
    interpolated between the two samples that bracket the crossing
-   (:func:`threshold_times`; vectorised over runs and thresholds, unlike
-   :func:`icltheory.dynamics.first_crossing`, which finds one downward crossing).  For
+   (:func:`threshold_times`, vectorised over runs and thresholds, upward or downward: the
+   project's one crossing-time helper).  For
    gradient descent sampled at every step the interpolation removes the ±1-step rounding of
    "the first step at which …".
 
