@@ -451,6 +451,12 @@ class SoftmaxSetting(_SeparateBase):
     steps: int | None = Int(None, min=1, max=STEPS_MAX,
                             doc="GD steps (default: horizon_factor × the linear theory's learning time of the "
                                 "third direction, so that a second drop has time to show)")
+    backend: str = Choice("numpy", BACKEND_NAMES, doc="trainer backend (torch: float64, CUDA when present; an "
+                                                      "optional extra)")
+
+    def _validate(self) -> None:
+        super()._validate()
+        get_backend(self.backend)  # an unavailable optional backend is a setting error
 
     def _resolve(self) -> None:
         super()._resolve()
