@@ -171,3 +171,14 @@ def test_torch_backend_refused_where_nothing_uses_it():
     with pytest.raises(SettingError) as e:
         c.setting({"backend": "torch", "model": "A"})
     assert e.value.key == "backend"
+
+
+def test_empirical_moments_torch_matches_numpy():
+    """Simulator (b)'s O(P F²) moments — the part that grows with data — on both backends."""
+    tb = _torch_or_skip()
+    rng = np.random.default_rng(5)
+    X, y = data.sample_sequences(9000, 6, np.diag([1.0, 0.5, 0.2]), rng)  # > one 4096 chunk
+    a = models.empirical_moments(X, y)
+    b = models.empirical_moments(X, y, xp=tb)
+    assert np.allclose(a.C, b.C, rtol=1e-12, atol=1e-14) and np.allclose(a.g, b.g, rtol=1e-12, atol=1e-14)
+    assert a.s == b.s and (a.A, a.B, a.D) == (b.A, b.B, b.D)
