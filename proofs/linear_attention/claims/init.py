@@ -111,13 +111,13 @@ class InitScaleWithLazy(InitScale):
 
         def split(p, acc_col):
             above, below = scales >= p * widen, scales <= p / widen
-            if not above.any() or not below.any():
-                return None
-            return bool(not acc_col[above].any() and acc_col[below].all())
+            if acc_col[above].any() or not acc_col[below].all():
+                return False  # a side the grid reaches contradicts the prediction
+            return True if above.any() and below.any() else None  # None: one side not reached
 
         pv = [float(x) for x in pred["lazy_thresholds"]]
         verdicts = [split(p, acc[:, d]) for d, p in enumerate(pv)]
-        if any(v is None for v in verdicts):
+        if False not in verdicts and None in verdicts:
             ctx.inconclusive(f"large init: the grid {scales[0]:.3g}–{scales[-1]:.3g} does not reach both sides of "
                              f"every direction's predicted threshold {[round(p, 4) for p in pv]}")
             return
@@ -131,7 +131,7 @@ class InitScaleWithLazy(InitScale):
         row_acc = acc.any(axis=1)
         pth = float(pred["lazy_threshold"])
         whole = split(pth, row_acc)
-        if whole is None:
+        if whole is None and all(verdicts):
             ctx.inconclusive(f"large init: the grid {scales[0]:.3g}–{scales[-1]:.3g} does not reach both sides of "
                              f"the predicted threshold {pth:.4g}")
             return
