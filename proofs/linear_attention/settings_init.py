@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icltheory.core import Float, Int, SettingError, lazy_module
+from icltheory.core import Float, Int, lazy_module
 
 from .settings import STEPS_MAX, InitScaleSetting, SeparateSetting, _steps
 
@@ -80,18 +80,20 @@ class DropTimesSetting(SeparateSetting):
     R: int = Int(1, min=1, max=1, doc="rank of each head (the per-head ODE is for rank 1)")
     seeds: int | None = Int(None, min=1, max=16, by_profile=(2, 3, 6), doc="initialisations predicted and trained")
     fs_seeds: int | None = Int(0, min=0, max=0, doc="(unused here: every seed is trained on finite samples)")
-    P: int | None = Int(None, min=100, max=10**6, by_profile=(20_000, 40_000, 80_000),
+    P: int | None = Int(None, min=100, max=10**6, by_profile=(80_000, 80_000, 160_000),
                         doc="training sequences of the finite-sample run")
-    drops_judged: int = Int(1, min=1, max=16, doc="drops whose times are claimed (the rest are reported)")
+    code_init: float | None = Float(None, min=1e-100, max=1e3, by_profile=(0.01, 0.01, 0.01),
+                                    doc="the reference code's --init (Fig. 3: 0.01, every profile)")
+    code_lr: float | None = Float(None, min=1e-300, max=1e300, by_profile=(0.02, 0.02, 0.02),
+                                  doc="the reference code's --lr (Fig. 3: 0.02, every profile)")
     rel_tol: float = Float(0.1, min=1e-6, max=1.0, doc="claimed relative accuracy of the judged drop times")
 
-    def _resolve(self) -> None:
-        if self.steps is None and self.lambdas is not None:
-            pass
-        super()._resolve()
+    horizon_factor: float | None = Float(None, min=1e-3, max=100.0, by_profile=(0.2, 1.0, 2.0),
+                                         doc="run for this many × the theory's time for the slowest direction to "
+                                             "escape and drop from the typical init (quick: the first drop only)")
 
-    def _validate(self) -> None:
-        super()._validate()
-        if self.drops_judged > min(self.D, self.H):
-            raise SettingError("drops_judged", f"{self.drops_judged} > the {min(self.D, self.H)} drops "
-                                                "rank-1 heads can make")
+    def _resolve(self) -> None:
+        given = self.steps is not None
+        super()._resolve()
+        if not given:
+            self._set("steps", _steps("lr", self.horizon_factor * self.horizon(1, margin=1.0), self.lr))
