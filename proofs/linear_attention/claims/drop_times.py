@@ -3,8 +3,9 @@ of ATTN_S predicted from its own initial weights and checked against that seed's
 
 Prediction (:mod:`..theory._drop_times`): the per-head ODE in the initial overlaps
 $(v_i, k_i\cdot e_d, q_i\cdot e_d)$ with the diagonal residual $e_d=\lambda_d^2(1-\lambda_dc_dM_{dd})$
-— exact to first order while the weights are small — gives the first drop; the decoupled
-reduction (each direction its own value weights) gives the later ones, for information.
+— exact to first order while the weights are small — gives the first drop; the sequential
+reduction (each drop's winning head leaves the competition for the other directions) gives
+the later ones, for information.
 Measurement (:mod:`..experiments._drop_times`): full-batch GD of the whole model on P sampled
 sequences, and population GD of the relevant block from the same weights."""
 
@@ -60,9 +61,9 @@ class DropTimes(Claim):
             "per-head ODE in that seed's initial overlaps (shared value weights, diagonal residual)",
             r"T_1=\min\{t:\max_dM_{dd}(t)\lambda_dc_d=\tfrac12\}"),
         "later_drop_times": Prediction(
-            "per seed, drops 2..D (τ, flattened seed by seed): each direction's half-time when it has its own "
-            "copy of the value weights (decoupled reduction), sorted — an estimate, not claimed",
-            r"T_m=m\text{-th smallest }T_d^{\rm dec}", informational=True),
+            "per seed, drops 2..min(D, H) (τ, flattened seed by seed): the sequential reduction — the same ODE "
+            "from drop to drop, each drop's winning head taken out of the competition for the other directions "
+            "(its other overlaps decay: derived) — an estimate, not claimed", informational=True),
     }
     planted_errors = (
         C_N_PLUS_1,
@@ -79,11 +80,11 @@ class DropTimes(Claim):
     def constants(self, s) -> dict:
         heads = self._heads(s)
         horizon = s.steps * s.lr
-        first = dt_theory.first_drop_times(s.lambdas, s.N, heads, 4 * horizon)
-        later = dt_theory.decoupled_drop_times(s.lambdas, s.N, heads, 4 * horizon)
+        rows = dt_theory.drop_times(s.lambdas, s.N, heads, 4 * horizon)
         n = min(s.D, s.H)
-        return {"first_drop_times": [float(x) for x in first],
-                "later_drop_times": [float(x) for row in later for x in row[1:n]]}
+        padded = [list(r) + [math.inf] * (n - len(r)) for r in rows]
+        return {"first_drop_times": [float(r[0]) for r in padded],
+                "later_drop_times": [float(x) for r in padded for x in r[1:n]]}
 
     def derive(self, s):
         return theory.paper().view("ATTN_S drop times from the initial overlaps",
@@ -166,9 +167,8 @@ class DropTimes(Claim):
                          "relative_error": [round((a - b) / b, 4) for a, b in zip(meas, p)],
                          "not_reached": (n - 1) - len(meas)})
         ctx.measure("later_drops", rows)
-        ctx.note("Later drops (informational): the decoupled reduction gives each direction its own value weights; "
-                 "the trained heads share them, and a head that has learned a direction is held off the others by "
-                 "the off-diagonal residual — see `later_drops` for each seed's errors.")
+        ctx.note("Later drops (informational): the sequential reduction, against the finite-sample run — see "
+                 "`later_drops` for each seed's errors (drops after the first are not claimed).")
         ctx.plot(loss_plot(f"ATTN_S finite-sample training (P = {s.P}) from each seed's initial weights",
                            m["fs_t"], m["fs_loss"], theory.paper().plateau_levels(s.lambdas, s.N),
                            [f"seed {k}" for k in range(s.seeds)],

@@ -11,15 +11,17 @@ Derived once (SymPy, every step verified), then integrated with SciPy:
   small this is the exact flow to first order (the off-diagonal residual is quadratic in the
   off-diagonal $M$), so it predicts the **first drop**: the time the first $M_{dd}$ reaches
   half its learned value $1/(\lambda_dc_d)$.
-* After a head has learned a direction its off-diagonal residual keeps it from taking a
-  second one, which the diagonal reduction does not see.  For the **later drops** the
-  *decoupled* reduction gives each direction its own copy of the value weights (heads compete
-  for a direction only through its residual): an informational estimate.
+* After a head has learned a direction $d$ its overlaps with a smaller direction $d'$ *decay*:
+  linearised at the learned head ($v=k_d=q_d=v_\star$), the off-diagonal residual gives the
+  pair $(k_{d'},q_{d'})$ a Jacobian with negative trace and determinant
+  $v_\star^2\lambda_{d'}^3(\lambda_dc_{d'}/c_d-\lambda_{d'})>0$ — stable whenever
+  $\lambda_dc_{d'}/c_d>\lambda_{d'}$.  The diagonal reduction does not see this, so for the
+  **later drops** the *sequential* reduction integrates it from drop to drop and, at each drop,
+  takes the head with the largest share of the learned direction out of the competition for
+  the others (its other overlaps set to zero): an informational estimate.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import sympy as sp
@@ -30,13 +32,10 @@ from icltheory.core import Derivation, NumericalTrouble, cached
 from . import _population as popm
 from ._paper import paper
 
-__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "first_drop_times", "decoupled_drop_times",
-           "ODE_RTOL"]
+__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
 ODE_RTOL = 1e-10
-#: the informational decoupled estimate needs less
-DECOUPLED_RTOL = 1e-8
 
 
 def residual_diagonal(lam, c, m):
@@ -74,6 +73,32 @@ class DropTimeOde:
         d.say("Off-diagonal entries of M enter E only through E[ββᵀ] M Λ, so dropping them changes the "
               "flow by terms of second order in the off-diagonal weights: exact to first order while the "
               "weights are small (the first plateau and its escape).")
+        l1, l2 = pop.lams[0], pop.lams[1]
+        c1, c2, w = sp.symbols("c_1 c_2 w", positive=True)
+        ka, rh, k2, q2 = sp.symbols("kappa rho k_2 q_2", real=True)
+        kk, qq = sp.Matrix([ka, k2]), sp.Matrix([rh, q2])
+        Lam2 = sp.diag(l1, l2)
+        Ef = Lam2**2 - sp.diag(l1**2 * c1, l2**2 * c2) * (v * kk * qq.T) * Lam2
+        kdot, qdot = v * Ef * qq, v * Ef.T * kk
+        J = sp.Matrix([[sp.diff(kdot[1], k2), sp.diff(kdot[1], q2)],
+                       [sp.diff(qdot[1], k2), sp.diff(qdot[1], q2)]]).subs({k2: 0, q2: 0}).subs({v: w, ka: w, rh: w})
+        J = J.subs(c1, 1 / (l1 * w**3))
+        vs = w
+        d.say("A head that has learned e_1 (v = k_1 = q_1 = w with w³λ_1c_1 = 1, so c_1 = 1/(λ_1w³)) with "
+              "small overlaps (k_2, q_2) on e_2: the full residual E = Λ² − E[ββᵀ]MΛ (off-diagonal entries "
+              "included; E[ββᵀ] = diag(λ_d²c_d) from the population section) linearised in (k_2, q_2).")
+        d.step("trace of the (k_2, q_2) Jacobian: −w(λ_1λ_2²c_2w³ + λ_1λ_2) < 0", J.trace(),
+               -w * (l1 * l2**2 * c2 * w**3 + l1 * l2), "τk̇ = vEq, τq̇ = vEᵀk with E_21 = −E[ββᵀ]_22 M_21 λ_1, "
+               "E_12 = −E[ββᵀ]_11 M_12 λ_2, E_22 = λ_2²")
+        d.step("its determinant: w²λ_2³(λ_1c_2/c_1 − λ_2)", J.det(), vs**2 * l2**3 * (l1 * c2 * l1 * w**3 - l2),
+               "2×2 determinant (c_1 = 1/(λ_1w³))")
+        C1, C2 = pop.c[0], pop.c[1]
+        d.step("λ_1c_2 − λ_2c_1 = (λ_1 − λ_2)(1 + (1 + tr Λ(λ_1 + λ_2)/(λ_1λ_2))/N)", l1 * C2 - l2 * C1,
+               (l1 - l2) * (1 + (1 + pop.tr * (l1 + l2) / (l1 * l2)) / popm.N),
+               "expand c_d: the determinant is positive iff λ_1 > λ_2")
+        d.say("So the learned head's overlaps with a smaller direction (λ_2 < λ_1) decay: it leaves the "
+              "competition for the others. The sequential reduction integrates the diagonal reduction "
+              "from drop to drop and, at each drop, zeroes the winning head's other overlaps.")
         self.derivation = d
         self._e = sp.lambdify((lam, c, m), residual_diagonal(lam, c, m), "numpy")
 
@@ -91,60 +116,64 @@ def _c(lambdas, N):
     return lam, np.asarray(popm.c_coefficient(lam, float(lam.sum()), float(N)), float)
 
 
-def _solve(rhs, y0, horizon, event, rtol, args=None):
+def drop_times(lambdas, N: int, heads: dict, horizon: float) -> list[list[float]]:
+    """Per seed row: the sequential reduction's drop times (τ, increasing; at most min(H, D),
+    fewer if the horizon ends first).  Its first entry is :func:`first_drop_times`'s."""
+    lam, c = _c(lambdas, N)
+    ode = drop_time_ode()
+    mstar = 1.0 / (lam * c)
+    H, D = heads["K"].shape[1:]
+
+    def unpack(y):
+        return y[:H], y[H:H + H * D].reshape(H, D), y[H + H * D:].reshape(H, D)
+
+    def rhs(t, y, free, done):
+        v, k, q = unpack(y)
+        e = ode.residual(lam, c, np.einsum("h,hd,hd->d", v, k, q))
+        return np.concatenate([(k * q * e).sum(1), (free * v[:, None] * e * q).ravel(),
+                               (free * v[:, None] * e * k).ravel()])
+
+    def event(t, y, free, done):
+        v, k, q = unpack(y)
+        f = np.einsum("h,hd,hd->d", v, k, q) / mstar
+        return float(np.max(np.where(done, -1.0, f))) - 0.5
+
+    out = []
+    for s in range(heads["v"].shape[0]):
+        y = np.concatenate([heads["v"][s], heads["K"][s].ravel(), heads["Q"][s].ravel()])
+        free = np.ones((H, D))
+        done = np.zeros(D, bool)
+        t0, times = 0.0, []
+        while len(times) < min(H, D):
+            t1, y1 = _segment(rhs, y, t0, horizon, event, (free, done))
+            if y1 is None:
+                break
+            v, k, q = unpack(y1)
+            f = np.where(done, -1.0, np.einsum("h,hd,hd->d", v, k, q) / mstar)
+            d = int(np.argmax(f))
+            i = int(np.argmax(v * k[:, d] * q[:, d]))
+            done = done.copy()
+            done[d] = True
+            k, q = k.copy(), q.copy()
+            others = np.arange(D) != d
+            k[i, others] = 0.0
+            q[i, others] = 0.0
+            free = free.copy()
+            free[i, others] = 0.0
+            y = np.concatenate([v, k.ravel(), q.ravel()])
+            t0 = t1
+            times.append(t1)
+        out.append(times)
+    return out
+
+
+def _segment(rhs, y0, t0, horizon, event, args):
     event.terminal = True
     event.direction = 1
-    sol = solve_ivp(rhs, (0.0, horizon), y0, method="DOP853", rtol=rtol, atol=1e-14 * max(1.0, np.abs(y0).max()),
-                    events=[event], args=args)
+    sol = solve_ivp(rhs, (t0, horizon), y0, method="DOP853", rtol=ODE_RTOL,
+                    atol=1e-14 * max(1.0, np.abs(y0).max()), events=[event], args=args)
     if sol.status < 0:
         raise NumericalTrouble(f"the per-head ODE integration failed: {sol.message}")
-    return float(sol.t_events[0][0]) if len(sol.t_events[0]) else math.inf
-
-
-def first_drop_times(lambdas, N: int, heads: dict, horizon: float) -> list[float]:
-    """Per seed row: the time (τ) at which the first M_dd reaches half of 1/(λ_dc_d) under the
-    diagonal reduction with shared value weights (inf if not within ``horizon``)."""
-    lam, c = _c(lambdas, N)
-    ode = drop_time_ode()
-    mstar = 1.0 / (lam * c)
-    out = []
-    H, D = heads["K"].shape[1:]
-
-    def rhs(t, y):
-        v, k, q = y[:H], y[H:H + H * D].reshape(H, D), y[H + H * D:].reshape(H, D)
-        e = ode.residual(lam, c, np.einsum("h,hd,hd->d", v, k, q))
-        return np.concatenate([(k * q * e).sum(1), (v[:, None] * e * q).ravel(), (v[:, None] * e * k).ravel()])
-
-    def event(t, y):
-        v, k, q = y[:H], y[H:H + H * D].reshape(H, D), y[H + H * D:].reshape(H, D)
-        return float(np.max(np.einsum("h,hd,hd->d", v, k, q) / mstar)) - 0.5
-
-    for s in range(heads["v"].shape[0]):
-        y0 = np.concatenate([heads["v"][s], heads["K"][s].ravel(), heads["Q"][s].ravel()])
-        out.append(_solve(rhs, y0, horizon, event, ODE_RTOL))
-    return out
-
-
-def decoupled_drop_times(lambdas, N: int, heads: dict, horizon: float) -> list[list[float]]:
-    """Per seed row: every direction's time to half its learned value when each direction has
-    its own copy of the value weights, sorted (the m-th drop; inf if not within ``horizon``)."""
-    lam, c = _c(lambdas, N)
-    ode = drop_time_ode()
-    mstar = 1.0 / (lam * c)
-    out = []
-    H, D = heads["K"].shape[1:]
-
-    def rhs(t, y, d):
-        v, k, q = y[:H], y[H:2 * H], y[2 * H:]
-        e = ode.residual(lam[d], c[d], float(np.sum(v * k * q)))
-        return np.concatenate([k * q * e, v * e * q, v * e * k])
-
-    def event(t, y, d):
-        return float(np.sum(y[:H] * y[H:2 * H] * y[2 * H:])) / mstar[d] - 0.5
-
-    for s in range(heads["v"].shape[0]):
-        v0, K0, Q0 = heads["v"][s], heads["K"][s], heads["Q"][s]
-        times = [_solve(rhs, np.concatenate([v0, K0[:, d], Q0[:, d]]), horizon, event, DECOUPLED_RTOL, (d,))
-                 for d in range(D)]
-        out.append(sorted(times))
-    return out
+    if not len(sol.t_events[0]):
+        return horizon, None
+    return float(sol.t_events[0][0]), sol.y_events[0][0].copy()
