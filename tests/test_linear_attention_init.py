@@ -11,7 +11,7 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize_scalar
 
-from icltheory.core import get_claim, run_check
+from icltheory.core import get_claim, judge_claim, measure_claim, run_check
 from proofs.linear_attention import theory
 from proofs.linear_attention.experiments import _drop_times as dtx
 from proofs.linear_attention.experiments import _init_regimes as regimes
@@ -114,7 +114,7 @@ def test_one_balanced_head_reproduces_the_closed_form_transit():
     v0 = 0.05
     heads = {"v": np.array([[v0, 0.0]]), "K": np.zeros((1, 2, 4)), "Q": np.zeros((1, 2, 4))}
     heads["K"][0, 0, 0] = heads["Q"][0, 0, 0] = v0
-    t = dtt.drop_times(LAM, N, heads, 1e6)[0]
+    t = dtt.drop_times(LAM, N, heads, 2e3)[0]
     u0 = v0 / p.v_star(lam, c)
     assert t[0] == pytest.approx(p.transit_time(lam, c, u0, 2 ** (-1 / 3)), rel=1e-7)
     assert len(t) == 1  # the other directions have no head with an overlap
@@ -148,11 +148,13 @@ def test_embedding_puts_the_heads_in_the_relevant_block():
 
 
 def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
-    v = _run("linattn.separate.drop-times")
+    c = get_claim("linattn.separate.drop-times")
+    s = DropTimesSetting.parse({"profile": "quick"})
+    m = measure_claim(c, s)
+    v = judge_claim(c, s, m)
     assert v.verdict == "holds", v.summary()
-    first = get_claim("linattn.separate.drop-times").constants(DropTimesSetting.parse({"profile": "quick"}))
-    wrong = ",".join(repr(1.15 * x) for x in first["first_drop_times"])
-    assert _run("linattn.separate.drop-times", predict={"first_drop_times": wrong}).verdict == "fails"
+    wrong = [1.15 * x for x in c.constants(s)["first_drop_times"]]
+    assert judge_claim(c, s, m, predict={"first_drop_times": wrong}).verdict == "fails"
 
 
 def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():
