@@ -52,7 +52,7 @@ def test_decay_rate_matches_the_integrated_scalar_ode():
     k = lazy.lazy_constants(LAM, N)
     for lam, c, rho in zip(LAM, _c(LAM), k["lazy_rates"]):
         vstar = (lam * c) ** (-1 / 3)
-        sol = solve_ivp(lambda t, v: lam**2 * v**2 - lam**3 * c * v**5, (0, 40 / rho), [0.9 * vstar],
+        sol = solve_ivp(lambda t, v, a, b: a**2 * v**2 - a**3 * b * v**5, (0, 40 / rho), [0.9 * vstar], args=(lam, c),
                         method="DOP853", rtol=1e-12, atol=1e-15, dense_output=True)
         t = np.linspace(25 / rho, 35 / rho, 50)
         ell = (1 - (sol.sol(t)[0] / vstar) ** 3) ** 2
