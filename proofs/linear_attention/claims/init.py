@@ -178,8 +178,8 @@ class InitScaleWithLazy(InitScale):
         ctx.measure("lazy_rate", rates)
         ctx.measure("lazy_rates", per_dir)
         sel = [0, rows[0], len(scales) - 1]
-        ctx.plot(Plot(title="ATTN_S from a balanced aligned init: plateau below v_c, exponential decay above",
+        ctx.plot(Plot(title="ATTN_S, balanced aligned init: plateau below v_c, exponential decay above",
                       xlabel="t / τ", ylabel="L − L* (plain MSE)",
-                      series=[Series(lz["t"][1:], np.maximum(lz["gap"][i, 1:], 1e-300), f"v0 = {scales[i]:.3g}")
-                              for i in sorted(set(sel))],
+                      series=[Series(lz["t"][ok], lz["gap"][i, ok], f"v0 = {scales[i]:.3g}")
+                              for i in sorted(set(sel)) for ok in [lz["gap"][i] > 1e-13 * lz["Lstar"]]],
                       logy=True, caption=f"predicted v_c = {pth:.4g}, ρ = {float(pred['lazy_rate']):.4g} per τ"))
