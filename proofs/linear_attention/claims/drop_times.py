@@ -95,7 +95,8 @@ class DropTimes(Claim):
         data = 2.0 * s.P * F * F + 4.0 * s.P * (s.D + 1) * (s.N + 1) * (s.D + 1)
         fs = steps_work(s.steps, 4 * s.seeds * F * F)
         pop = steps_work(s.steps, 2 * s.seeds * s.H * s.D * s.D * 4)
-        mem = 8.0 * (s.P * (s.D + 1) * (s.N + 1) * 2 + F * F * 2 + s.seeds * 4000 * F)
+        # tokens X (P, D+1, N+1) plus the inputs, their Gaussian draw and the labels while sampling
+        mem = 8.0 * (s.P * (s.N + 1) * (3 * s.D + 2) + F * F * 2 + s.seeds * 4000 * F)
         return Cost(work=data + fs + pop + 2e8, memory=mem,
                     what=f"P={s.P} sequences, {s.steps} GD steps × {s.seeds} seeds (finite-sample and population)")
 
