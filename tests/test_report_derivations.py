@@ -7,7 +7,6 @@ import json
 import re
 
 import numpy as np
-import pytest
 import sympy as sp
 
 from icltheory.core import CheckContext, Derivation, Verdict, all_claims
