@@ -522,3 +522,59 @@ def test_dual_interval_gradient_encloses_the_derivative():
     for k in range(2):
         ex = np.array([exact[k](a, b) for a, b in zip(px, py)])
         assert np.all(G[k].lo <= ex) and np.all(ex <= G[k].hi)
+
+
+def test_pencil_form_matches_the_numeric_logit_hessian():
+    """The eigen bound's matrix K(f, b) (theory, v = Ey, b = (c, −Σc)) gives vᵀJv of the numeric
+    model, and its diagonal form (δ, TE) built in the branch and bound is the same matrix."""
+    from proofs.softmax_regression import bnb, experiments, theory_hessian
+
+    rng = np.random.default_rng(4)
+    for n in (2, 3, 4):
+        rm = theory_hessian.reduced_matrix(n)
+        assert rm.derivation.ok
+        Kf = sp.lambdify(list(rm.x) + list(rm.c), sp.Matrix(rm.K), "numpy")
+        _, _, d_num = bnb._lowered_delta(n)
+        for _ in range(4):
+            z, y, c = rng.standard_normal(n), rng.standard_normal(n - 1), rng.standard_normal(n - 1)
+            f = np.exp(z) / np.exp(z).sum()
+            K = np.asarray(Kf(*f, *c), float)
+            v, b = np.append(y, -y.sum()), np.append(c, -c.sum())
+            num = experiments._single_block_form(z, v, b, "normalized")
+            assert abs(y @ K @ y - num) <= 1e-12 * (1 + abs(num))
+            assert np.abs(bnb._numeric_K(d_num, f[None], c[None])[0] - K).max() <= 1e-13
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_eigen_box_bound_encloses_the_pencil_on_random_boxes(n):
+    """On random small and large boxes, the certified bound is ≥ max|λ(K, G)| at random points of
+    the box (b not rescaled: the bound covers the whole box)."""
+    from proofs.softmax_regression import bnb
+
+    pb = bnb._EigenProblem(n, 1.0)
+    lo0, hi0, _ = pb.initial()
+    rng = np.random.default_rng(n)
+    a = rng.uniform(lo0[0], hi0[0], (300, lo0.shape[1]))
+    w = rng.choice([1e-3, 0.03, 0.3], size=a.shape) * rng.random(a.shape)
+    lo, hi = a, np.minimum(a + w, hi0[0])
+    ub, _ = pb.upper(lo, hi)
+    for _ in range(5):
+        pts = lo + rng.random(lo.shape) * (hi - lo)
+        lam = np.linalg.eigvalsh(pb.Gih @ pb._K(pts, unit=False) @ pb.Gih)
+        assert np.all(np.maximum(lam[:, -1], -lam[:, 0]) <= ub * (1 + 1e-12))
+    # at a point box the bound is the value itself (up to rounding)
+    p = a[:20]
+    lam = np.linalg.eigvalsh(pb.Gih @ pb._K(p, unit=False) @ pb.Gih)
+    assert np.allclose(pb.upper(p, p)[0], np.maximum(lam[:, -1], -lam[:, 0]), rtol=1e-9)
+
+
+def test_outward_rounding_is_at_least_one_ulp():
+    from icltheory.bounds._interval import _down, _up
+
+    x = np.array([0.0, 5e-324, -5e-324, 1e-310, 1.0, -1.0, 3.7e200, -2.2e-200, np.pi,
+                  1.7976931348623157e308, np.inf, -np.inf])
+    up, down = _up(x), _down(x)
+    fin = np.isfinite(x)
+    assert np.all(up[fin] >= np.nextafter(x[fin], np.inf))
+    assert np.all(down[fin] <= np.nextafter(x[fin], -np.inf))
+    assert up[-2] == np.inf and down[-1] == -np.inf and np.isnan(_up(np.array([np.nan])))[0]
