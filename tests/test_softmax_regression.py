@@ -213,8 +213,12 @@ def test_gradient_claim_and_negative_control():
                 predict={"gradient_rescaled_scaled": wrong}).verdict == "fails"
 
 
-def test_lipschitz_default_holds_with_tightness_and_plot():
-    v = _run("softmaxreg.lipschitz", profile="standard")
+@pytest.mark.parametrize("profile, setting", [
+    ("quick", {"grid": 2}),
+    pytest.param("standard", {}, marks=pytest.mark.thorough),
+])
+def test_lipschitz_default_holds_with_tightness_and_plot(profile, setting):
+    v = _run("softmaxreg.lipschitz", setting, profile=profile)
     assert v.verdict == "holds"
     assert v.predicted["closed_form"] == 3.25
     for fam in ("closed_form", "lemma_chain", "paper_form"):
@@ -251,17 +255,17 @@ def test_rescaled_lipschitz_and_negative_control():
 def test_large_R_gives_finite_constants_and_a_verdict():
     for cid in ("softmaxreg.lipschitz", "softmaxreg.rescaled-lipschitz"):
         c = get_claim(cid)
-        for R in (5.0, 10.0):
-            consts = c.constants(c.setting({"R": R}))
+        for R in (5.0, 10.0):  # the closed forms (the CLI test below covers the certificate)
+            consts = c.constants(c.setting({"R": R, "profile": "quick"}))
             assert all(math.isfinite(v) and v > 0 for v in consts.values())
         assert _run(cid, {"R": 5}).verdict == "holds"
 
 
 def test_candidate_verdicts():
     s = {"n": 4, "d": 3, "R": 2}
-    v = _run("softmaxreg.candidate", {**s, "candidate": "0.5"}, profile="standard")
+    v = _run("softmaxreg.candidate", {**s, "candidate": "0.5"})
     assert v.verdict == "fails" and v.evidence["counterexample_candidate"]["ratio_arb"]
-    v = _run("softmaxreg.candidate", {**s, "candidate": "13"}, profile="standard")
+    v = _run("softmaxreg.candidate", {**s, "candidate": "13"})  # = 3.25R²: the closed form
     assert v.verdict == "holds"
     # expressions in n, d, R; the rescaled loss
     assert _run("softmaxreg.candidate", {**s, "candidate": "16*R^2*exp(4*R^2)/n"}).verdict == "holds"
@@ -578,3 +582,52 @@ def test_outward_rounding_is_at_least_one_ulp():
     assert np.all(up[fin] >= np.nextafter(x[fin], np.inf))
     assert np.all(down[fin] <= np.nextafter(x[fin], -np.inf))
     assert up[-2] == np.inf and down[-1] == -np.inf and np.isnan(_up(np.array([np.nan])))[0]
+
+
+def _candidate_band_sides(setting, profile):
+    """At a setting where the certificate reaches the 1.10 band: every candidate below the
+    certified witness fails, every one at or above the certified upper bound holds, and a planted
+    error in the certificate (the branch-and-bound bound scaled by 0.9) turns the proved bound
+    into `fails` (the certified witness lies above it).  The plant scales the objective itself
+    (bound and point values: a lost factor 0.9), since a bound below the branch and bound's own
+    best point value cannot lower the certificate under that value."""
+    from proofs.softmax_regression import bnb
+    from icltheory.core import clear_caches
+
+    v = _run("softmaxreg.candidate", {**setting, "candidate": "1"}, profile=profile)
+    lo, up = v.measured["certified_band"]
+    assert 0 < lo <= up <= 1.10 * lo, (lo, up)
+    assert _run("softmaxreg.candidate", {**setting, "candidate": repr(0.999 * lo)},
+                profile=profile).verdict == "fails"
+    for k in (up * (1 + 1e-9), 1.10 * lo * (1 + 1e-9)):
+        assert _run("softmaxreg.candidate", {**setting, "candidate": repr(k)},
+                    profile=profile).verdict == "holds"
+    orig, orig_value = bnb._EigenProblem.upper, bnb._EigenProblem.value
+
+    def planted(self, lo_, hi_, threshold=np.inf):
+        ub, score = orig(self, lo_, hi_, threshold / 0.9)
+        return 0.9 * ub, score
+
+    clear_caches()
+    try:
+        bnb._EigenProblem.upper = planted
+        bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
+        w = _run("softmaxreg.candidate", {**setting, "candidate": repr(up * 1.01)},
+                 profile=profile)
+        assert w.verdict == "fails"
+        assert w.measured["certified_band"][1] < lo
+    finally:
+        bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
+        clear_caches()
+
+
+def test_candidate_answers_outside_the_band_at_n3():
+    _candidate_band_sides({"n": 3, "d": 2, "R": 1, "bnb_boxes": 100_000, "samples": 100,
+                           "refine": 0}, "quick")
+
+
+@pytest.mark.thorough
+def test_candidate_answers_outside_the_band_at_the_issues_setting():
+    """Issue 12: R = 1, n = 4, d = 3 — holds/fails for every candidate outside
+    [lower, 1.10 × lower] (the certificate needs ≈ 4.5 million boxes, about 90 s of CPU)."""
+    _candidate_band_sides({"n": 4, "d": 3, "R": 1, "bnb_boxes": 8_000_000}, "thorough")
