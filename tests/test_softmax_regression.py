@@ -311,8 +311,8 @@ def test_icl_shift_and_negative_control():
 
 
 def test_same_seed_same_numbers():
-    a = _run("softmaxreg.lipschitz", {"seed": 7})
-    b = _run("softmaxreg.lipschitz", {"seed": 7})
+    a = _run("softmaxreg.lipschitz", {"seed": 7, "samples": 100})
+    b = _run("softmaxreg.lipschitz", {"seed": 7, "samples": 100})
     assert a.measured == b.measured
 
 
@@ -370,7 +370,8 @@ def test_cli_predict_overrides_are_judged(cid, predict, capsys):
 
 
 def test_cli_done_when(capsys):
-    assert main(["constants", "softmaxreg.lipschitz", "--set", "n=4", "d=3", "R=1", "--json"]) == 0
+    assert main(["constants", "softmaxreg.lipschitz", "--set", "n=4", "d=3", "R=1", "bnb_boxes=0",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)["constants"]
     assert out["closed_form"] == 3.25
     assert abs(out["lemma_chain"] - 16 * math.e ** 4 / 4) < 1e-9
@@ -393,7 +394,8 @@ def test_bad_input_exits_2(bad, capsys):
 
 
 def test_constants_never_inf_or_nan(capsys):
-    assert main(["constants", "softmaxreg.lipschitz", "--set", "R=10", "--json"]) == 0
+    assert main(["constants", "softmaxreg.lipschitz", "--set", "R=10", "bnb_boxes=20000",
+                 "--json"]) == 0
     text = capsys.readouterr().out
     assert "Infinity" not in text and "NaN" not in text
     with pytest.raises(BadInput):
@@ -501,9 +503,9 @@ def test_data_move_claim_and_negative_control():
 
 
 def test_branch_and_bound_certifies_a_candidate_below_the_closed_form():
-    """At n=4, d=3, R=1 (standard: 100 000 boxes) the certificate is below 3.25: a candidate of
-    1.6 is proved although the closed-form bound could not prove it."""
-    v = _run("softmaxreg.candidate", {"candidate": "1.6"}, profile="standard")
+    """At n=4, d=3, R=1 (100 000 boxes) the certificate is below 3.25: a candidate of 1.6 is
+    proved although the closed-form bound could not prove it."""
+    v = _run("softmaxreg.candidate", {"candidate": "1.6", "bnb_boxes": 100_000})
     assert v.verdict == "holds"
     lo, up = v.measured["certified_band"]
     assert 0.25831 < lo < up < 1.6
@@ -630,4 +632,4 @@ def test_candidate_answers_outside_the_band_at_n3():
 def test_candidate_answers_outside_the_band_at_the_issues_setting():
     """Issue 12: R = 1, n = 4, d = 3 — holds/fails for every candidate outside
     [lower, 1.10 × lower] (the certificate needs ≈ 4.5 million boxes, about 90 s of CPU)."""
-    _candidate_band_sides({"n": 4, "d": 3, "R": 1, "bnb_boxes": 8_000_000}, "thorough")
+    _candidate_band_sides({"n": 4, "d": 3, "R": 1}, "thorough")
