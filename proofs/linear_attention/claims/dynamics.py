@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 
 from ..settings import RankSetting, SeparateSetting, typical_scale
@@ -80,6 +81,7 @@ class SaddleToSaddle(Claim):
         r"\sum_{d\le m}\frac{\lambda_d}{c_d},\ \text{directions learned in the order }\lambda_1\ge\lambda_2\ge\dots"
     )
     setting_type = SeparateSetting
+    backends = ("numpy", "torch")  # simulator (b)
     predictions = {
         "plateau_losses": Prediction("Eq. 19: L(M_m), m = 0..D"),
         "drop_order": Prediction("eigen-indices in the order they are learned (decreasing eigenvalue)",
@@ -115,9 +117,10 @@ class SaddleToSaddle(Claim):
         pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
         for k in range(min(s.fs_seeds, s.seeds)):
             X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(20, k))
-            mom = ex.models.empirical_moments(X, y, tick=run.tick)
+            xp = get_backend(s.backend)
+            mom = ex.models.empirical_moments(X, y, tick=run.tick, xp=xp)
             rb = ex.training.finite_sample_separate(mom, {n: v[k:k + 1] for n, v in pfull.items()}, s.lam, s.N,
-                                                    H=s.H, lr=s.lr, steps=ra.steps, tick=run.tick)
+                                                    H=s.H, lr=s.lr, steps=ra.steps, tick=run.tick, xp=xp)
             out["fs"].append((rb, ex.analysis.read_run(rb, s.lam, s.N)))
         return out
 

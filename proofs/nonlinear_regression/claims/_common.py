@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Check, PlantedError, Plot, Series, lazy_module
 
 theory = lazy_module("proofs.nonlinear_regression.theory")
@@ -13,7 +14,7 @@ rules = lazy_module("proofs.nonlinear_regression.rules")
 dynamics = lazy_module("icltheory.dynamics")
 
 ARXIV = "arXiv 2507.20443 (Li, Duan, Liang; ICLR 2026 submission)"
-SUMMARY = "blog summary of arXiv 2507.20443 (shared/seeds/002_657d0294dad76b76.txt)"
+SUMMARY = "a third-party blog summary (in Chinese) of arXiv 2507.20443, \"可证明ICL非线性回归学习\""
 PKG = "proofs.nonlinear_regression"
 
 #: fewer GD steps than this cannot resolve a rate (GD is far from its flow)
@@ -88,7 +89,7 @@ def measure_sweeps(s, run) -> dict:
             problem = runs.prompt_problem(s.task, s.K, s.d, s.N, s.noise, s.prompts,
                                           run.rng(10), run.rng(11))
         out[m] = runs.sweep(m, problem, s.Ls, getattr(s, f"eta_{m}"), getattr(s, f"steps_{m}"),
-                            getattr(s, f"thetas_{m}"), tick=run.tick)
+                            getattr(s, f"thetas_{m}"), tick=run.tick, xp=get_backend(s.backend))
     return out
 
 
