@@ -45,7 +45,8 @@ class Band:
     """``upper``: certified upper bound on the gradient's Lipschitz constant; ``best``: the
     largest value of R²ψ found at a point of the domain (a float, not a certificate: the
     certified lower end comes from an explicit pair in the experiments); ``argmax``: that
-    point (z, v); ``status``: "target", "time" or "boxes"."""
+    point, (z, v) for the ratio form or (z, b) for the eigen bound; ``status``: "target",
+    "time" or "boxes"; ``seconds``: wall time, the start search included."""
 
     loss: str
     n: int

@@ -23,6 +23,11 @@ The supremum over $b$ is closed-form (derived below), leaving a function $\psi$ 
 * rescaled: with $p=u\circ v$, $s=\sum p$, $q=u\circ v^2$, $m=\sum q$, $\alpha=\sum u$,
   $v^\top Jv=2\sum u^2v^2+(s^2+\alpha m)\|b\|^2-\langle b,2sp+mu+\alpha q\rangle$, so
   $\sup_b|v^\top Jv|=2\sum u^2v^2+s^2+\alpha m+\|2sp+mu+\alpha q\|$.
+
+For the normalized loss :func:`reduced_matrix` also gives the form as a matrix,
+$J=T^\top\operatorname{diag}(\delta)T$ with $T=I-\mathbf 1f^\top$ and
+$\delta_k=f_k(2f_k-\|f\|^2-b_k+\langle f,b\rangle)$, so that the sup over the direction is an
+eigenvalue (the branch and bound's default bound).
 """
 
 from __future__ import annotations
