@@ -213,8 +213,12 @@ def test_gradient_claim_and_negative_control():
                 predict={"gradient_rescaled_scaled": wrong}).verdict == "fails"
 
 
-def test_lipschitz_default_holds_with_tightness_and_plot():
-    v = _run("softmaxreg.lipschitz", profile="standard")
+@pytest.mark.parametrize("profile, setting", [
+    ("quick", {"grid": 2}),
+    pytest.param("standard", {}, marks=pytest.mark.thorough),
+])
+def test_lipschitz_default_holds_with_tightness_and_plot(profile, setting):
+    v = _run("softmaxreg.lipschitz", setting, profile=profile)
     assert v.verdict == "holds"
     assert v.predicted["closed_form"] == 3.25
     for fam in ("closed_form", "lemma_chain", "paper_form"):
@@ -251,17 +255,17 @@ def test_rescaled_lipschitz_and_negative_control():
 def test_large_R_gives_finite_constants_and_a_verdict():
     for cid in ("softmaxreg.lipschitz", "softmaxreg.rescaled-lipschitz"):
         c = get_claim(cid)
-        for R in (5.0, 10.0):
-            consts = c.constants(c.setting({"R": R}))
+        for R in (5.0, 10.0):  # the closed forms (the CLI test below covers the certificate)
+            consts = c.constants(c.setting({"R": R, "profile": "quick"}))
             assert all(math.isfinite(v) and v > 0 for v in consts.values())
         assert _run(cid, {"R": 5}).verdict == "holds"
 
 
 def test_candidate_verdicts():
     s = {"n": 4, "d": 3, "R": 2}
-    v = _run("softmaxreg.candidate", {**s, "candidate": "0.5"}, profile="standard")
+    v = _run("softmaxreg.candidate", {**s, "candidate": "0.5"})
     assert v.verdict == "fails" and v.evidence["counterexample_candidate"]["ratio_arb"]
-    v = _run("softmaxreg.candidate", {**s, "candidate": "13"}, profile="standard")
+    v = _run("softmaxreg.candidate", {**s, "candidate": "13"})  # = 3.25R²: the closed form
     assert v.verdict == "holds"
     # expressions in n, d, R; the rescaled loss
     assert _run("softmaxreg.candidate", {**s, "candidate": "16*R^2*exp(4*R^2)/n"}).verdict == "holds"
@@ -307,8 +311,8 @@ def test_icl_shift_and_negative_control():
 
 
 def test_same_seed_same_numbers():
-    a = _run("softmaxreg.lipschitz", {"seed": 7})
-    b = _run("softmaxreg.lipschitz", {"seed": 7})
+    a = _run("softmaxreg.lipschitz", {"seed": 7, "samples": 100})
+    b = _run("softmaxreg.lipschitz", {"seed": 7, "samples": 100})
     assert a.measured == b.measured
 
 
@@ -366,7 +370,8 @@ def test_cli_predict_overrides_are_judged(cid, predict, capsys):
 
 
 def test_cli_done_when(capsys):
-    assert main(["constants", "softmaxreg.lipschitz", "--set", "n=4", "d=3", "R=1", "--json"]) == 0
+    assert main(["constants", "softmaxreg.lipschitz", "--set", "n=4", "d=3", "R=1", "bnb_boxes=0",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)["constants"]
     assert out["closed_form"] == 3.25
     assert abs(out["lemma_chain"] - 16 * math.e ** 4 / 4) < 1e-9
@@ -389,7 +394,8 @@ def test_bad_input_exits_2(bad, capsys):
 
 
 def test_constants_never_inf_or_nan(capsys):
-    assert main(["constants", "softmaxreg.lipschitz", "--set", "R=10", "--json"]) == 0
+    assert main(["constants", "softmaxreg.lipschitz", "--set", "R=10", "bnb_boxes=20000",
+                 "--json"]) == 0
     text = capsys.readouterr().out
     assert "Infinity" not in text and "NaN" not in text
     with pytest.raises(BadInput):
@@ -497,9 +503,9 @@ def test_data_move_claim_and_negative_control():
 
 
 def test_branch_and_bound_certifies_a_candidate_below_the_closed_form():
-    """At n=4, d=3, R=1 (standard: 100 000 boxes) the certificate is below 3.25: a candidate of
-    1.6 is proved although the closed-form bound could not prove it."""
-    v = _run("softmaxreg.candidate", {"candidate": "1.6"}, profile="standard")
+    """At n=4, d=3, R=1 (100 000 boxes) the certificate is below 3.25: a candidate of 1.6 is
+    proved although the closed-form bound could not prove it."""
+    v = _run("softmaxreg.candidate", {"candidate": "1.6", "bnb_boxes": 100_000})
     assert v.verdict == "holds"
     lo, up = v.measured["certified_band"]
     assert 0.25831 < lo < up < 1.6
@@ -522,3 +528,108 @@ def test_dual_interval_gradient_encloses_the_derivative():
     for k in range(2):
         ex = np.array([exact[k](a, b) for a, b in zip(px, py)])
         assert np.all(G[k].lo <= ex) and np.all(ex <= G[k].hi)
+
+
+def test_pencil_form_matches_the_numeric_logit_hessian():
+    """The eigen bound's matrix K(f, b) (theory, v = Ey, b = (c, −Σc)) gives vᵀJv of the numeric
+    model, and its diagonal form (δ, TE) built in the branch and bound is the same matrix."""
+    from proofs.softmax_regression import bnb, experiments, theory_hessian
+
+    rng = np.random.default_rng(4)
+    for n in (2, 3, 4):
+        rm = theory_hessian.reduced_matrix(n)
+        assert rm.derivation.ok
+        Kf = sp.lambdify(list(rm.x) + list(rm.c), sp.Matrix(rm.K), "numpy")
+        _, _, d_num = bnb._lowered_delta(n)
+        for _ in range(4):
+            z, y, c = rng.standard_normal(n), rng.standard_normal(n - 1), rng.standard_normal(n - 1)
+            f = np.exp(z) / np.exp(z).sum()
+            K = np.asarray(Kf(*f, *c), float)
+            v, b = np.append(y, -y.sum()), np.append(c, -c.sum())
+            num = experiments._single_block_form(z, v, b, "normalized")
+            assert abs(y @ K @ y - num) <= 1e-12 * (1 + abs(num))
+            assert np.abs(bnb._numeric_K(d_num, f[None], c[None])[0] - K).max() <= 1e-13
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_eigen_box_bound_encloses_the_pencil_on_random_boxes(n):
+    """On random small and large boxes, the certified bound is ≥ max|λ(K, G)| at random points of
+    the box (b not rescaled: the bound covers the whole box)."""
+    from proofs.softmax_regression import bnb
+
+    pb = bnb._EigenProblem(n, 1.0)
+    lo0, hi0, _ = pb.initial()
+    rng = np.random.default_rng(n)
+    a = rng.uniform(lo0[0], hi0[0], (300, lo0.shape[1]))
+    w = rng.choice([1e-3, 0.03, 0.3], size=a.shape) * rng.random(a.shape)
+    lo, hi = a, np.minimum(a + w, hi0[0])
+    ub, _ = pb.upper(lo, hi)
+    for _ in range(5):
+        pts = lo + rng.random(lo.shape) * (hi - lo)
+        lam = np.linalg.eigvalsh(pb.Gih @ pb._K(pts, unit=False) @ pb.Gih)
+        assert np.all(np.maximum(lam[:, -1], -lam[:, 0]) <= ub * (1 + 1e-12))
+    # at a point box the bound is the value itself (up to rounding)
+    p = a[:20]
+    lam = np.linalg.eigvalsh(pb.Gih @ pb._K(p, unit=False) @ pb.Gih)
+    assert np.allclose(pb.upper(p, p)[0], np.maximum(lam[:, -1], -lam[:, 0]), rtol=1e-9)
+
+
+def test_outward_rounding_is_at_least_one_ulp():
+    from icltheory.bounds._interval import _down, _up
+
+    x = np.array([0.0, 5e-324, -5e-324, 1e-310, 1.0, -1.0, 3.7e200, -2.2e-200, np.pi,
+                  1.7976931348623157e308, np.inf, -np.inf])
+    up, down = _up(x), _down(x)
+    fin = np.isfinite(x)
+    assert np.all(up[fin] >= np.nextafter(x[fin], np.inf))
+    assert np.all(down[fin] <= np.nextafter(x[fin], -np.inf))
+    assert up[-2] == np.inf and down[-1] == -np.inf and np.isnan(_up(np.array([np.nan])))[0]
+
+
+def _candidate_band_sides(setting, profile):
+    """At a setting where the certificate reaches the 1.10 band: every candidate below the
+    certified witness fails, every one at or above the certified upper bound holds, and a planted
+    error in the certificate (the branch-and-bound bound scaled by 0.9) turns the proved bound
+    into `fails` (the certified witness lies above it).  The plant scales the objective itself
+    (bound and point values: a lost factor 0.9), since a bound below the branch and bound's own
+    best point value cannot lower the certificate under that value."""
+    from proofs.softmax_regression import bnb
+    from icltheory.core import clear_caches
+
+    v = _run("softmaxreg.candidate", {**setting, "candidate": "1"}, profile=profile)
+    lo, up = v.measured["certified_band"]
+    assert 0 < lo <= up <= 1.10 * lo, (lo, up)
+    assert _run("softmaxreg.candidate", {**setting, "candidate": repr(0.999 * lo)},
+                profile=profile).verdict == "fails"
+    for k in (up * (1 + 1e-9), 1.10 * lo * (1 + 1e-9)):
+        assert _run("softmaxreg.candidate", {**setting, "candidate": repr(k)},
+                    profile=profile).verdict == "holds"
+    orig, orig_value = bnb._EigenProblem.upper, bnb._EigenProblem.value
+
+    def planted(self, lo_, hi_, threshold=np.inf):
+        ub, score = orig(self, lo_, hi_, threshold / 0.9)
+        return 0.9 * ub, score
+
+    clear_caches()
+    try:
+        bnb._EigenProblem.upper = planted
+        bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
+        w = _run("softmaxreg.candidate", {**setting, "candidate": repr(up * 1.01)},
+                 profile=profile)
+        assert w.verdict == "fails"
+        assert w.measured["certified_band"][1] < lo
+    finally:
+        bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
+        clear_caches()
+
+
+def test_candidate_answers_outside_the_band_at_n3():
+    _candidate_band_sides({"n": 3, "d": 2, "R": 1, "bnb_boxes": 100_000, "samples": 100,
+                           "refine": 0}, "quick")
+
+
+@pytest.mark.thorough
+def test_candidate_answers_outside_the_band_at_the_issues_setting():
+    """Issue 12: R = 1, n = 4, d = 3 — holds/fails for every candidate outside
+    [lower, 1.10 × lower] (the certificate needs ≈ 4.5 million boxes, about 90 s of CPU)."""
+    _candidate_band_sides({"n": 4, "d": 3, "R": 1}, "thorough")

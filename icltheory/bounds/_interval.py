@@ -20,6 +20,7 @@ The certified upper bound is the largest upper bound among the remaining boxes.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -32,12 +33,21 @@ __all__ = ["Interval", "Dual", "dual_gradient", "exp_interval", "lambdify_interv
 _INF = np.inf
 
 
+_REL = 2.0 ** -51  # four units of roundoff: covers one rounding of the op and one of the shift
+_TINY = 2.0 ** -1073  # covers the absolute rounding error in the subnormal range
+
+
 def _down(x):
-    return np.nextafter(x, -_INF)
+    """A float ≤ every real that rounds to x (x the round-to-nearest result of one IEEE
+    operation): x − (|x|·2⁻⁵¹ + 2⁻¹⁰⁷³) evaluated in floats, which is at least one ulp below x
+    (faster than ``numpy.nextafter``).  −inf stays; +inf becomes NaN, which every consumer
+    treats as unbounded (comparisons with NaN are false, so nothing is certified from it)."""
+    return x - (np.abs(x) * _REL + _TINY)
 
 
 def _up(x):
-    return np.nextafter(x, _INF)
+    """A float ≥ every real that rounds to x (see :func:`_down`)."""
+    return x + (np.abs(x) * _REL + _TINY)
 
 
 class Interval:
@@ -82,6 +92,12 @@ class Interval:
                         _up(np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3]))))
 
     __rmul__ = __mul__
+
+    def scale(self, p) -> "Interval":
+        """self × p for an array p of exact floats (one rounding per end, no four-way min)."""
+        a, b = self.lo * p, self.hi * p
+        pos = p >= 0
+        return Interval(_down(np.where(pos, a, b)), _up(np.where(pos, b, a)))
 
     def __truediv__(self, o):
         o = Interval._of(o)
@@ -143,9 +159,9 @@ def _exp_endpoint(x: float) -> tuple[float, float]:
             lo, hi = e.lower(), e.upper()
             flo, fhi = float(lo), float(hi)
             if flint.arb(flo) > lo:
-                flo = float(_down(flo))
+                flo = math.nextafter(flo, -math.inf)
             if flint.arb(fhi) < hi:
-                fhi = float(_up(fhi))
+                fhi = math.nextafter(fhi, math.inf)
         finally:
             flint.ctx.prec = old
         got = (flo, fhi)
@@ -350,7 +366,8 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
                      infeasible_fn: Callable | None = None, target: float = 1.1,
                      seconds: float = 60.0, max_boxes: int = 2_000_000, chunk: int = 40_000,
                      scale=None, lower: float = 0.0, argmax=None,
-                     polish: Callable | None = None) -> BnBResult:
+                     polish: Callable | None = None, frontier: dict | None = None,
+                     probe: int | None = None) -> BnBResult:
     """Certify sup f ≤ upper over the union of the boxes [lo_i, hi_i] (see module docstring).
 
     ``upper_fn(lo, hi, threshold) -> array`` (or ``(array, scores)``): a certified upper bound
@@ -360,7 +377,10 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     hi) -> bool array``: boxes certainly outside the domain; ``scale``: per-dimension widths
     used to choose the split side; ``lower``/``argmax``: a known value to start from;
     ``polish(x) -> (value, x)``: a local maximisation from the best centre (a better value
-    prunes more; it must be a value of f at a feasible point).
+    prunes more; it must be a value of f at a feasible point); ``frontier`` (a dict) receives
+    the unresolved boxes and their bounds at the end (``lo``, ``hi``, ``ub``); ``probe``: look
+    for better values only at the centres of the ``probe`` boxes of each chunk with the largest
+    parent bounds (default: every box).
 
     Boxes whose upper bound is already within ``target`` × the best value are retired (only
     the largest such bound is kept), so memory holds the unresolved frontier only; the frontier
@@ -389,10 +409,11 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
             clo, chi = clo[keep], chi[keep]
         if not len(clo):
             continue
-        vals = value_fn(0.5 * (clo + chi))
+        look = slice(None) if probe is None else slice(0, probe)  # chunk sorted by bound
+        vals = value_fn(0.5 * (clo[look] + chi[look]))
         i = int(np.argmax(vals))
         if vals[i] > best:
-            best, best_x = float(vals[i]), (0.5 * (clo[i] + chi[i])).copy()
+            best, best_x = float(vals[i]), (0.5 * (clo[look][i] + chi[look][i])).copy()
             if polish is not None and polished < 5:  # a few polishes: the value settles fast
                 polished += 1
                 pv, px = polish(best_x)
@@ -424,6 +445,8 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
         lo = np.concatenate([lo, clo, b_lo])
         hi = np.concatenate([hi, a_hi, chi])
         ub_all = np.concatenate([ub_all, ub, ub])
+    if frontier is not None:
+        frontier.update(lo=lo, hi=hi, ub=ub_all)
     # frontier boxes left unprocessed carry their parent's bound (a valid upper bound)
     pending = float(ub_all.max()) if len(ub_all) else -np.inf
     upper = max(retired, pending, best)

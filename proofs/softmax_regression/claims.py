@@ -15,6 +15,7 @@ import math
 from icltheory.core import Claim, Cost, Plot, PlantedError, Prediction, Series, lazy_module
 
 from ._judging import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_derivation_check,
+                       bnb_memory,
                        bound_tenth, drop_projection,
                        logits_doubled, lower_check, other_loss, search_cost, temperature,
                        upper_check, witness_bound, witness_cost)
@@ -223,7 +224,7 @@ class _LipschitzFamily(_SoftmaxClaim):
     def estimate(self, s):
         base = search_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
         return Cost(work=base.work * (1 + 0.12 * s.grid) + bnb_cost(s) + witness_cost(s),
-                    memory=max(base.memory, 4e3 * min(s.bnb_boxes, 2_000_000)),
+                    memory=max(base.memory, bnb_memory(s)),
                     what=f"a search over {s.samples} pairs with {s.refine} refinements, a "
                          f"{s.grid}-point R grid and {s.bnb_boxes} branch-and-bound boxes")
 
@@ -389,7 +390,8 @@ class CandidateClaim(_SoftmaxClaim):
 
     def estimate(self, s):
         base = search_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
-        return Cost(work=base.work + bnb_cost(s) + witness_cost(s), memory=base.memory,
+        return Cost(work=base.work + bnb_cost(s) + witness_cost(s),
+                    memory=max(base.memory, bnb_memory(s)),
                     what=f"a search and {s.bnb_boxes} branch-and-bound boxes")
 
     def measure(self, s, run):

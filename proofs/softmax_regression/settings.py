@@ -51,7 +51,7 @@ class SoftmaxRegressionSetting(Setting):
     grid: int | None = Int(None, min=0, max=20, by_profile=(0, 5, 5),
                            doc="points of the R' ≤ R grid searched for the tightness plot")
     bnb_boxes: int | None = Int(None, min=0, max=50_000_000,
-                                by_profile=(0, 100_000, 2_000_000),
+                                by_profile=(0, 400_000, 6_000_000),
                                 doc="boxes the branch and bound may evaluate (certified upper "
                                     "bound on the Lipschitz constant; 0: none)")
     witness_starts: int | None = Int(None, min=0, max=200, by_profile=(3, 6, 12),

@@ -23,6 +23,11 @@ The supremum over $b$ is closed-form (derived below), leaving a function $\psi$ 
 * rescaled: with $p=u\circ v$, $s=\sum p$, $q=u\circ v^2$, $m=\sum q$, $\alpha=\sum u$,
   $v^\top Jv=2\sum u^2v^2+(s^2+\alpha m)\|b\|^2-\langle b,2sp+mu+\alpha q\rangle$, so
   $\sup_b|v^\top Jv|=2\sum u^2v^2+s^2+\alpha m+\|2sp+mu+\alpha q\|$.
+
+For the normalized loss :func:`reduced_matrix` also gives the form as a matrix,
+$J=T^\top\operatorname{diag}(\delta)T$ with $T=I-\mathbf 1f^\top$ and
+$\delta_k=f_k(2f_k-\|f\|^2-b_k+\langle f,b\rangle)$, so that the sup over the direction is an
+eigenvalue (the branch and bound's default bound).
 """
 
 from __future__ import annotations
@@ -142,3 +147,55 @@ def reduced_hessian(loss: str, n: int) -> ReducedHessian:
                pairs, "expand both sides")
         return ReducedHessian(n, loss, tuple(x), tuple(v), n * sup / pairs, d)
     return ReducedHessian(n, loss, tuple(x), tuple(v), sup / sum(vk ** 2 for vk in v), d)
+
+
+@dataclass(frozen=True)
+class ReducedMatrix:
+    r"""The normalized loss's logit Hessian as a matrix pencil, so that the sup over the
+    direction is an eigenvalue: with $E=[e_i-e_{n-1}]_{i<n-1}$ (a basis of $\mathbf 1^\perp$,
+    Gram matrix $G=E^\top E=I+\mathbf 1\mathbf 1^\top\succeq I$), $b=Ec'$ written through
+    ``c`` ($b_i=c_i$ for $i<n-1$, $b_{n-1}=-\sum c$) and $v=Ey$:
+    $v^\top J v=y^\top K(f,c)\,y$, so $\psi=\sup_{\|b\|\le1}\max_{s=\pm1}\lambda_{\max}(sK,G)$.
+    ``K`` is a tuple of rows of SymPy expressions in ``x`` (f) and ``c``; ``delta`` the
+    diagonal δ_k(f, c) of J = Tᵀdiag(δ)T (T = I − 𝟏fᵀ), from which K = (TE)ᵀdiag(δ)(TE)."""
+
+    n: int
+    x: tuple
+    c: tuple
+    K: tuple
+    delta: tuple
+    derivation: Derivation
+
+
+@cached
+def reduced_matrix(n: int) -> ReducedMatrix:
+    """The pencil (K, G) of the normalized loss at n ≥ 2 logits, with its derivation (the
+    diagonal form verified against :func:`normalized_form`, exactly, at this n)."""
+    d = Derivation("the normalized logit Hessian as a matrix pencil (branch-and-bound objective)")
+    d.say("With T = I − 𝟏fᵀ (so Tv = w = v − ⟨f, v⟩𝟏) the quadratic form is diagonal in w: "
+          "vᵀJv = Σ_k f_k(2f_k − ‖f‖² − b_k + ⟨f, b⟩) w_k², i.e. J = Tᵀ diag(δ) T. It depends on "
+          "b only through b − ⟨f, b⟩𝟏, which ignores b's component along 𝟏 when Σf = 1, so the "
+          "sup over ‖b‖ ≤ 1 may take b ⟂ 𝟏; J is affine in b, so λ_max(±J) is convex in b and "
+          "its sup over the ball is attained on the sphere ‖b‖ = 1. v ⟂ 𝟏 (J ignores shifts of "
+          "v) is written v = Ey with ‖v‖² = yᵀGy, G = I + 𝟏𝟏ᵀ.")
+    _verify_form(d, "normalized", 3)
+    x = sp.symbols(f"x0:{n}", positive=True)
+    c = sp.symbols(f"c0:{n - 1}", real=True)
+    y = sp.symbols(f"y0:{n - 1}", real=True)
+    b = list(c) + [-sum(c)]
+    f2 = sum(xk ** 2 for xk in x)
+    fb = sum(xk * bk for xk, bk in zip(x, b))
+    delta = [x[k] * (2 * x[k] - f2 - b[k] + fb) for k in range(n)]
+    h = [x[i] - x[n - 1] for i in range(n - 1)]  # fᵀE
+    TE = [[(1 if k == i else 0) - (1 if k == n - 1 else 0) - h[i] for i in range(n - 1)]
+          for k in range(n)]
+    K = tuple(tuple(sum(delta[k] * TE[k][i] * TE[k][j] for k in range(n)) for j in range(n - 1))
+              for i in range(n - 1))
+    v = [y[i] if i < n - 1 else -sum(y) for i in range(n)]
+    quad = sum(y[i] * K[i][j] * y[j] for i in range(n - 1) for j in range(n - 1))
+    form = normalized_form(list(x), v, b)[0]
+    d.step(f"vᵀJv = yᵀK(f, c)y at n = {n} (v = Ey, b = Ec)", quad, form,
+           "both sides are polynomials in f, y, c: expand")
+    d.step("‖v‖² = yᵀGy, G = I + 𝟏𝟏ᵀ", sum(vk ** 2 for vk in v),
+           sum(yi ** 2 for yi in y) + sum(y) ** 2, "expand")
+    return ReducedMatrix(n, tuple(x), tuple(c), K, tuple(delta), d)
