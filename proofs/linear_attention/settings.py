@@ -272,12 +272,26 @@ class _HeadsSetting(_SeparateBase):
                                  "κ = 9λ^{5/3}c^{-1/3} the curvature at the top learned direction)")
 
     def _resolve(self) -> None:
+        explicit_gd = self.lr is not None or getattr(self, "steps", None) is not None
         super()._resolve()
         eta, w = code_to_paper(self.N, self.code_lr, self.code_init, 3)
         if self.lr is None:
             self._set("lr", min(eta, 1.5 / self.kappa_max()))
         if self.w_init is None:
             self._set("w_init", w)
+        if getattr(self, "integrator", None) == "auto":
+            self._set("integrator", "gd" if explicit_gd else "flow")
+
+
+#: the population simulator: "flow" integrates the gradient flow adaptively (BDF, analytic
+#: Jacobian; tolerance ``rtol``), "gd" runs GD at step ``lr`` for at most ``steps`` steps; "auto"
+#: is "gd" when ``lr`` or ``steps`` is given (a claim about GD at that step) and "flow" otherwise
+_INTEGRATOR = dict(doc="population simulator: flow (adaptive BDF through the plateaus, tolerance rtol; the "
+                       "horizon is steps × lr) | gd (GD at step lr, at most steps steps) | auto (gd when lr or "
+                       "steps is given, else flow)")
+#: the flow's relative tolerance per profile (atol = 1e-3 × rtol × the rms initial weight)
+_RTOL = dict(min=1e-13, max=1e-3, by_profile=(1e-6, 1e-7, 1e-9),
+             doc="relative tolerance of the adaptive flow (atol = 1e-3·rtol × the rms initial weight)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +308,8 @@ class SeparateSetting(_HeadsSetting):
                                doc="seeds also trained by the finite-sample simulator (b) (0: skip it)")
     P: int | None = Int(None, min=100, max=10**6, by_profile=(20_000, 80_000, 80_000),
                         doc="training sequences of simulator (b)")
+    integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)
+    rtol: float | None = Float(None, **_RTOL)
 
     def _resolve(self) -> None:
         super()._resolve()
@@ -323,6 +339,8 @@ class RankSetting(_HeadsSetting):
                                     doc="the reference code's --init (Fig. 4: 5e-3; quick: 2× shorter plateaus)")
     code_lr: float | None = Float(None, min=1e-300, max=1e300, by_profile=(0.1, 0.1, 0.1),
                                   doc="the reference code's --lr (5× the figure's 0.02: the same flow, 5× fewer steps)")
+    integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)
+    rtol: float | None = Float(None, **_RTOL)
 
     def _resolve(self) -> None:
         super()._resolve()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
+from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_module
+from icltheory.dynamics import adaptive_work
 
 from ..settings import RankSetting, SeparateSetting, typical_scale
 from ._common import ARXIV, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
@@ -28,9 +31,27 @@ FRACTIONS_REVERSED = PlantedError(
     f"{EXPERIMENTS}._training:learned_fractions", lambda orig: (lambda M, lam, N: orig(M, lam, N)[..., ::-1]))
 
 
+def _flow_options(s, budget: float) -> dict:
+    """Keyword arguments of the adaptive population flow at setting ``s``: horizon steps × lr
+    (the theory horizon of the GD budget), records from t = lr, tolerance rtol (atol 1e-3·rtol ×
+    the rms initial weight), the profile's work budget."""
+    return {"t_max": s.steps * s.lr, "t_first": s.lr, "rtol": s.rtol, "atol_rel": 1e-3 * s.rtol, "budget": budget}
+
+
 def _population_run(s, run, p0, n_learn, settle: float) -> tuple:
-    """Population GD of the relevant block until every row has learned its directions (and
-    settled), then the order controls; returns (run, reading, controls, check_every)."""
+    """The population simulator until every row has learned its directions (and settled), then
+    the order controls; returns (run, reading, controls).  ``integrator="flow"``: the gradient
+    flow integrated adaptively (budget: the profile's work, counted from the solver's own
+    work); ``"gd"``: GD at step lr for at most ``steps`` steps."""
+    if s.integrator == "flow":
+        budget = BUDGETS[s.profile][0]
+        ra = ex.flows.separate_population_flow(s.lam, s.N, p0, n_learn=n_learn, settle=settle, tick=run.tick,
+                                               **_flow_options(s, budget))
+        reading = ex.analysis.read_run(ra, s.lam, s.N)
+        controls = ex.analysis.order_controls(s.lam, s.N, p0, reading.times, lr=s.lr, steps=s.steps,
+                                              n_learn=n_learn, settle=settle, check_every=1, tick=run.tick,
+                                              flow=_flow_options(s, max(budget - ra.solver["total_work"], 0.0)))
+        return ra, reading, controls
     stop = ex.analysis.settled(s.lam, s.N, n_learn, settle)
     check = max(100, s.steps // 200)
     ra = ex.training.separate_population_gd(s.lam, s.N, p0, lr=s.lr, steps=s.steps, stop=stop,
@@ -41,15 +62,57 @@ def _population_run(s, run, p0, n_learn, settle: float) -> tuple:
     return ra, reading, controls
 
 
-def _learned_count(ctx, label: str, times, n_pred, capped: bool) -> bool:
-    """Judge the number of learned directions; a run cut by the step budget is inconclusive."""
+def _simulator_ok(ctx, s, ra, label: str = "simulator (a)") -> tuple[bool, bool]:
+    """(usable, capped): GD beyond its stability limit, or a flow whose solver ran out of work,
+    is inconclusive (not usable); ``capped``: the run ended at its horizon or step budget
+    before every row settled."""
+    if s.integrator == "flow":
+        stopped = ra.solver["stopped"]
+        if "budget" in stopped:
+            ctx.inconclusive(f"{label}: the adaptive solver's work ({ra.solver['total_work']:.3g} flop-equivalents, "
+                             "counted from its steps, right-hand sides, Jacobians and LU factorisations) reached the "
+                             f"{s.profile} profile's budget of {BUDGETS[s.profile][0]:.3g} before every row settled "
+                             "(a larger profile, or a looser rtol)")
+            return False, True
+        return True, any(x != "stop" for x in stopped)
+    why_not = s.unstable_lr(s.lr)
+    if why_not:
+        ctx.inconclusive(why_not)
+        return False, True
+    return True, ra.steps >= s.steps
+
+
+def _flow_steps(s, n_learn: int) -> float:
+    """Expected accepted steps of one adaptive row: ≈ 60 per decade of time per plateau crossed
+    (n_learn drops and the settling), a generous fit to the measured runs (benchmarks/bench_adaptive.py)."""
+    return 60.0 * (n_learn + 1) * max(math.log10(s.steps), 1.0) * max(1.0, math.log10(1e-6 / s.rtol) + 1.0)
+
+
+def _flow_row_work(s, R: int, n_learn: int) -> float:
+    """Work of one adaptive population row (n = H + 2HRD states, analytic Jacobian)."""
+    n = s.H + 2 * s.H * R * s.D
+    return adaptive_work(n, _flow_steps(s, n_learn), 6.0 * s.H * R * s.D**2, 2.0 * n * n * s.D**2)
+
+
+def _simulator_why(s, ra) -> str:
+    """The simulator's accuracy, written beside the checks that read its trajectory."""
+    if s.integrator == "flow":
+        return (f"; simulator: gradient flow by {ra.solver['method']} with the analytic Jacobian, local error "
+                f"≤ atol + rtol·|y| (rtol = {s.rtol:.0e}, atol = 1e-3·rtol × the rms initial weight), "
+                "learning times located as events on its dense output")
+    return f"; simulator: GD at η = {s.lr:.4g} τ per step"
+
+
+def _learned_count(ctx, label: str, times, n_pred, capped: bool, sim: str = "") -> bool:
+    """Judge the number of learned directions; a run cut by the step budget or horizon is
+    inconclusive."""
     n = int(np.sum(np.isfinite(times)))
     if n < n_pred and capped:
-        ctx.inconclusive(f"{label}: {n} of {n_pred} directions learned within the step budget "
+        ctx.inconclusive(f"{label}: {n} of {n_pred} directions learned within the step budget or horizon "
                          f"({n_pred - n} drop(s) not reached; raise steps)")
         return False
     ctx.close(f"{label}: number of drops (directions learned)", judges=("n_drops",), predicted=n_pred, measured=n,
-              atol=0.5, why="integer count of learning events (learned fraction ≥ ½)")
+              atol=0.5, why="integer count of learning events (learned fraction ≥ ½)" + sim)
     return n >= n_pred
 
 
@@ -102,6 +165,14 @@ class SaddleToSaddle(Claim):
 
     def estimate(self, s) -> Cost:
         D, F = s.D, (s.D + 1) ** 2 * s.D
+        if s.integrator == "flow":
+            n_learn = min(s.D, s.H * s.R)
+            a = s.seeds * _flow_row_work(s, s.R, n_learn)
+            nb = s.H * (D + 1) * (1 + s.R) + s.H * s.R * D
+            b = s.fs_seeds * (2.0 * s.P * F * F + adaptive_work(nb, _flow_steps(s, n_learn), 4.0 * F * F, nb * 4.0 * F * F)) \
+                if s.fs_seeds else 0.0
+            return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
+                        what=f"adaptive flow × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
         a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
         b = s.fs_seeds * (2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if s.fs_seeds else 0.0
         return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
@@ -116,8 +187,15 @@ class SaddleToSaddle(Claim):
         for k in range(min(s.fs_seeds, s.seeds)):
             X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(20, k))
             mom = ex.models.empirical_moments(X, y, tick=run.tick)
-            rb = ex.training.finite_sample_separate(mom, {n: v[k:k + 1] for n, v in pfull.items()}, s.lam, s.N,
-                                                    H=s.H, lr=s.lr, steps=ra.steps, tick=run.tick)
+            p_k = {n: v[k:k + 1] for n, v in pfull.items()}
+            if s.integrator == "flow":
+                left = BUDGETS[s.profile][0] - ra.solver["total_work"] - sum(r.solver["total_work"] for r, _ in out["fs"])
+                rb = ex.flows.finite_sample_separate_flow(mom, p_k, s.lam, s.N, H=s.H, t_end=float(ra.t[-1]),
+                                                          t_first=s.lr, rtol=s.rtol, atol_rel=1e-3 * s.rtol,
+                                                          budget=max(left, 0.0), tick=run.tick)
+            else:
+                rb = ex.training.finite_sample_separate(mom, p_k, s.lam, s.N, H=s.H, lr=s.lr, steps=ra.steps,
+                                                        tick=run.tick)
             out["fs"].append((rb, ex.analysis.read_run(rb, s.lam, s.N)))
         return out
 
@@ -130,13 +208,19 @@ class SaddleToSaddle(Claim):
 
             raise BadInput(f"--predict drop_order: eigen-indices must be integers in 0..{s.D - 1}, got {bad}")
         n_pred = int(round(float(pred["n_drops"])))
-        capped = ra.steps >= s.steps
-        why_not = s.unstable_lr(s.lr)
-        if why_not:
-            ctx.inconclusive(why_not)
+        usable, capped = _simulator_ok(ctx, s, ra)
+        if not usable:
             return
-        ctx.measure("simulator_a_steps", ra.steps)
-        ctx.measure("lr", s.lr)
+        for rb, _ in m["fs"]:
+            if rb.solver is not None and not _simulator_ok(ctx, s, rb, "simulator (b)")[0]:
+                return
+        sim = _simulator_why(s, ra)
+        if s.integrator == "flow":
+            ctx.measure("simulator_a", {k: v for k, v in ra.solver.items() if k != "events"})
+            ctx.measure("simulator_a_steps", ra.steps)
+        else:
+            ctx.measure("simulator_a_steps", ra.steps)
+            ctx.measure("lr", s.lr)
         ctx.close("drop sizes λ_d/c_d along the predicted order", judges=("drop_sizes", "drop_order"),
                   predicted=pred["drop_sizes"][: len(pred["drop_order"])],
                   measured=[float(rd.drops[int(round(d))]) for d in pred["drop_order"]],
@@ -150,35 +234,41 @@ class SaddleToSaddle(Claim):
                              "for the top direction — no long saddle plateau to escape from; lower w_init")
             return
         for k in range(s.seeds):
-            label = f"(a) population GD, seed {k}"
-            _learned_count(ctx, label, rd.times[k], n_pred, capped)
-            judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k])
+            label = f"(a) population {'gradient flow' if s.integrator == 'flow' else 'GD'}, seed {k}"
+            _learned_count(ctx, label, rd.times[k], n_pred, capped, sim)
+            judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k], sim=sim)
             judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], pred["drop_order"], lam)
-            judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops)
+            judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops, sim=sim)
         ctx.measure("drop_order", rd.order)
         ctx.measure("n_drops", [len(o) for o in rd.order])
-        ctx.measure("drop_steps", [[round(float(x) / s.lr, 1) for x in np.sort(t) if np.isfinite(x)]
-                                   for t in rd.times])
+        if s.integrator == "flow":
+            ctx.measure("drop_times", [[round(float(x), 3) for x in np.sort(t) if np.isfinite(x)] for t in rd.times])
+        else:
+            ctx.measure("drop_steps", [[round(float(x) / s.lr, 1) for x in np.sort(t) if np.isfinite(x)]
+                                       for t in rd.times])
         ctx.measure("plateaus", [[v.as_dict() for v in row] for row in rd.visits])
         ctx.measure("order_controls", [{f"{i},{j}": w for (i, j), w in c.items()} for c in m["controls"]])
         for k, (rb, rdb) in enumerate(m["fs"]):
-            label = f"(b) full-batch GD on P={s.P} sequences, seed {k}"
-            _learned_count(ctx, label, rdb.times[0], n_pred, capped)
-            judge_visits(ctx, label, rdb.visits[0], pred["plateau_losses"], pred["drop_order"], lam, rd.drops)
+            label = f"(b) full-batch {'gradient flow' if s.integrator == 'flow' else 'GD'} on P={s.P} sequences, seed {k}"
+            _learned_count(ctx, label, rdb.times[0], n_pred, capped, sim)
+            judge_visits(ctx, label, rdb.visits[0], pred["plateau_losses"], pred["drop_order"], lam, rd.drops, sim=sim)
             ctx.measure(f"finite_sample_drop_order_seed{k}", rdb.order[0])
             ctx.measure(f"finite_sample_plateaus_seed{k}", [v.as_dict() for v in rdb.visits[0]])
             ctx.plot(loss_plot(
                 f"Fig. 3 reproduction (b): full ATTN_S trained on P={s.P} sequences (seed {k})",
                 rb.t, rb.train_loss, pred["plateau_losses"], [f"training loss, seed {k}"],
-                "Full-batch GD of the whole model (quadratic-feature form, exact for every weight that reaches "
+                ("Gradient flow (adaptive BDF)" if s.integrator == "flow" else "Full-batch GD")
+                + " of the whole model (quadratic-feature form, exact for every weight that reaches "
                 "ŷ_q); the plateaus are judged on the population loss of its relevant block."))
         ann = [(float(ti), float(ra.loss[0, min(int(np.searchsorted(ra.t, ti)), len(ra.t) - 1)]),
                 f"e_{i} (λ={lam[i]:g})") for i, ti in enumerate(rd.times[0]) if np.isfinite(ti)]
         ctx.plot(loss_plot(
-            f"Fig. 3 reproduction (a): ATTN_S population GD, D={s.D}, N={s.N}, H={s.H}, R={s.R}",
+            f"Fig. 3 reproduction (a): ATTN_S population {'gradient flow' if s.integrator == 'flow' else 'GD'}, "
+            f"D={s.D}, N={s.N}, H={s.H}, R={s.R}",
             ra.t, ra.loss, pred["plateau_losses"], [f"seed {k}" for k in range(s.seeds)],
-            f"η={s.lr:.4g} τ/step, w_init={s.w_init:.4g}; {ra.steps} steps. Annotations: the direction "
-            "learned at each drop (seed 0). Horizontal lines: Eq. 19.", ann))
+            (f"BDF, rtol={s.rtol:.0e}, w_init={s.w_init:.4g}; {ra.steps} solver steps in all. " if s.integrator == "flow"
+             else f"η={s.lr:.4g} τ/step, w_init={s.w_init:.4g}; {ra.steps} steps. ")
+            + "Annotations: the direction learned at each drop (seed 0). Horizontal lines: Eq. 19.", ann))
 
 
 class RankPlateaus(Claim):

@@ -179,10 +179,12 @@ def settled(lam, N: int, n_learn, settle: float):
 
 
 def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, steps: int, n_learn,
-                   settle: float, check_every: int, tick=None) -> list[dict]:
+                   settle: float, check_every: int, tick=None, flow: dict | None = None) -> list[dict]:
     """For every row and every pair λ_i > λ_j learned in the wrong order, re-run the row with the
     init of directions i and j swapped; returns, per row, {(i, j): the direction learned first in
-    the control (None: neither)}."""
+    the control (None: neither)}.  With ``flow`` (keyword arguments of
+    :func:`~._flows.separate_population_flow`) the controls integrate the gradient flow instead
+    of running GD."""
     out: list[dict] = [{} for _ in range(times.shape[0])]
     jobs = [(k, i, j) for k in range(times.shape[0]) for i, j in order_violations(times[k], lam)]
     if not jobs:
@@ -190,7 +192,14 @@ def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, s
     rows = [k for k, _, _ in jobs]
     pc = training.swap_directions(params, rows, [(i, j) for _, i, j in jobs])
     stop = settled(lam, N, np.broadcast_to(n_learn, (times.shape[0],))[rows], settle)
-    rc = training.separate_population_gd(lam, N, pc, lr=lr, steps=steps, stop=stop, check_every=check_every, tick=tick)
+    if flow is not None:
+        from . import _flows as flows
+
+        nl = np.broadcast_to(n_learn, (times.shape[0],))[rows]
+        rc = flows.separate_population_flow(lam, N, pc, n_learn=nl, settle=settle, tick=tick, **flow)
+    else:
+        rc = training.separate_population_gd(lam, N, pc, lr=lr, steps=steps, stop=stop, check_every=check_every,
+                                             tick=tick)
     tc = training.learning_times(rc.t, training.learned_fractions(rc.M, lam, N))
     for r, (k, i, j) in enumerate(jobs):
         ti, tj = tc[r, i], tc[r, j]

@@ -143,3 +143,212 @@ def one_head_flow(lam, N: int, v0: float, target: float, t_max: float, direction
     if not sol.success or len(sol.t_events[0]) == 0:
         raise NumericalTrouble(f"the one-head flow did not reach {target:.3g}: {sol.message}")
     return float(sol.t_events[0][0]), int(sol.nfev // 12)
+
+
+# ----------------------------------------------------------------------------- ATTN_S, adaptive
+
+
+def separate_head_field(lam, N: int, H: int, R: int):
+    r"""The population gradient flow of one seed row of $H$ rank-$R$ separate heads, as
+    (rhs, jac, split, costs): the state is $y=(v\in\mathbb R^H,K\in\mathbb R^{HR\times D},
+    Q\in\mathbb R^{HR\times D})$ (piece $p$ of head $\lfloor p/R\rfloor$), and with
+    $M=\sum_pv_{h(p)}K_p^\top Q_p$, $E=\Lambda^2-W\circ M$ ($W_{ab}=\mathbb E[\beta\beta^\top]_{aa}
+    \lambda_b$) the field is $\dot v_h=\sum_{p\in h}K_pEQ_p^\top$, $\dot K_p=v_{h(p)}EQ_p$,
+    $\dot Q_p=v_{h(p)}E^\top K_p$ (the iterates of :func:`~._training.separate_population_gd`
+    divided by η).  The Jacobian is analytic: the explicit factors (E held fixed) plus the
+    Gauss–Newton coupling through M, $-A\,\mathrm{diag}(W)A^\top$ with $A=\partial f/\partial E
+    =(\partial M/\partial y)^\top$ (n × D²)."""
+    lam = np.asarray(lam, float)
+    D = lam.size
+    W = np.diag(pop.beta_second_moment(lam, N))[:, None] * lam[None, :]
+    w = W.ravel()
+    L2 = np.diag(lam**2)
+    P = H * R
+    head = np.repeat(np.arange(H), R)
+    n = H + 2 * P * D
+    iK = H + np.arange(P * D).reshape(P, D)
+    iQ = H + P * D + np.arange(P * D).reshape(P, D)
+    eye = np.eye(D)
+
+    def split(y):
+        return y[:H], y[H:H + P * D].reshape(P, D), y[H + P * D:].reshape(P, D)
+
+    def field(y):
+        v, K, Q = split(y)
+        vr = v[head]
+        M = (vr[:, None] * K).T @ Q
+        return v, K, Q, vr, M, L2 - W * M
+
+    def rhs(_t, y):
+        v, K, Q, vr, M, E = field(y)
+        KE = K @ E
+        QEt = Q @ E.T
+        gv = ((KE * Q).sum(1)).reshape(H, R).sum(1)
+        return np.concatenate([gv, (vr[:, None] * QEt).ravel(), (vr[:, None] * KE).ravel()])
+
+    def jac(_t, y):
+        v, K, Q, vr, M, E = field(y)
+        KE = K @ E
+        QEt = Q @ E.T
+        J = np.zeros((n, n))
+        hp = head[:, None]
+        J[hp, iK] = QEt
+        J[hp, iQ] = KE
+        J[iK, hp] = QEt
+        J[iQ, hp] = KE
+        J[iK[:, :, None], iQ[:, None, :]] = vr[:, None, None] * E[None]
+        J[iQ[:, :, None], iK[:, None, :]] = vr[:, None, None] * E.T[None]
+        A = np.empty((n, D * D))
+        A[:H] = np.einsum("pa,pb->pab", K, Q).reshape(H, R, D * D).sum(1)
+        A[H:H + P * D] = (vr[:, None, None, None] * eye[None, :, :, None] * Q[:, None, None, :]).reshape(P * D, D * D)
+        A[H + P * D:] = (vr[:, None, None, None] * K[:, None, :, None] * eye[None, :, None, :]).reshape(P * D, D * D)
+        J -= (A * w) @ A.T
+        return J
+
+    costs = (6.0 * P * D * D, 2.0 * n * n * D * D + 4.0 * n * n)
+    return rhs, jac, split, costs
+
+
+def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
+                             settle: float, rtol: float, atol_rel: float, budget: float,
+                             per_decade: int = 300, method: str = "BDF", tick=None):
+    r"""The gradient flow $\tau\dot\theta=-\partial L_{1/2}/\partial\theta$ of ATTN_S's relevant
+    block on the exact population loss, each seed row integrated adaptively
+    (:func:`icltheory.dynamics.integrate_adaptive`, BDF with the analytic Jacobian of
+    :func:`separate_head_field`) until it has learned ``n_learn`` directions and gone on
+    ``settle`` × its last learning time (or ``t_max``); then every row is continued to the
+    latest such time, so the rows share one record grid: 0 and ``per_decade`` points per decade
+    from ``t_first``.  A direction's *learning time* (its learned fraction M_dd/m*_d crossing ½:
+    a plateau's exit) is an event located on the solver's dense output.
+
+    ``atol`` is ``atol_rel`` × the row's rms initial weight.  ``budget``: flop-equivalents for
+    all rows together, counted from the solver's own work; a row that exhausts it stops
+    (``solver["stopped"]``).  Returns a :class:`~._training.Run` (``lr`` nan, ``steps`` the
+    accepted solver steps of all rows) with ``solver`` = the method, tolerances, per-row work,
+    stop reasons and event times."""
+    from icltheory.dynamics import integrate_adaptive
+
+    from . import _training as training
+    from ._training import Run
+
+    lam = np.asarray(lam, float)
+    D = lam.size
+    v0 = np.asarray(params["r"][:, :, 0], float)
+    S, H = v0.shape
+    K0 = np.asarray(params["K"], float)
+    Q0 = np.asarray(params["Q"], float)
+    n_learn = np.broadcast_to(np.asarray(n_learn), (S,))
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_max, max(2, int(math.ceil(per_decade * math.log10(t_max / t_first))) + 1))])
+    sols, fields = [], []
+    spent = 0.0
+    for k in range(S):
+        R = int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))), initial=0)) + 1
+        rhs, jac, split, (fc, jc) = separate_head_field(lam, N, H, R)
+        y0 = np.concatenate([v0[k], K0[k, :, :R].reshape(-1), Q0[k, :, :R].reshape(-1)])
+        fields.append((R, split))
+
+        def events(_t, y, split=split, H=H, R=R):
+            v, K, Q = split(y)
+            M = (np.repeat(v, R)[:, None] * K).T @ Q
+            return training.learned_fractions(M, lam, N) - 0.5
+
+        def stop(t, _y, ev, m=int(n_learn[k])):
+            done = ev[np.isfinite(ev)]
+            return done.size >= m and t >= (1.0 + settle) * float(np.max(done, initial=0.0))
+
+        scale = float(np.sqrt(np.mean(y0 * y0))) or 1.0
+        sol = integrate_adaptive(rhs, y0, t_max, jac=jac, method=method, rtol=rtol, atol=atol_rel * scale,
+                                 record=grid, events=events, stop=stop, fun_cost=fc, jac_cost=jc,
+                                 budget=budget - spent, first_step=min(t_first, t_max),
+                                 tick=(lambda f, w, k=k: tick((k + f) / S, w)) if tick else None,
+                                 what=f"population gradient flow (row {k})")
+        spent += sol.work.flops
+        sols.append(sol)
+    T = max(sol.t_end for sol in sols)
+    for k, sol in enumerate(sols):
+        if sol.t_end < T and sol.stopped == "stop":
+            before = sol.work.flops
+            sols[k] = sol = sol.extra["resume"](T)
+            spent += sol.work.flops - before
+    n_rec = int(np.searchsorted(grid, T, side="right"))
+    n_rec = min([n_rec] + [int(np.searchsorted(sol.t, grid[n_rec - 1], side="right")) for sol in sols])
+    t = grid[:n_rec]
+    Ms, heads = [], []
+    for k, sol in enumerate(sols):
+        R, split = fields[k]
+        v, K, Q = [], [], []
+        for y in sol.y[:n_rec]:
+            a, b, c = split(y)
+            v.append(a)
+            K.append(b.reshape(H, R, D))
+            Q.append(c.reshape(H, R, D))
+        v, K, Q = np.array(v), np.array(K), np.array(Q)
+        heads.append(np.einsum("th,thrd,thrd->thd", v, K, Q))
+        Ms.append(np.einsum("th,thra,thrb->tab", v, K, Q))
+    M = np.array(Ms)
+    heads = np.array(heads)
+    Rmax = K0.shape[2]
+    final = {"r": np.zeros((S, H, 1)), "K": np.zeros((S, H, Rmax, D)), "Q": np.zeros((S, H, Rmax, D))}
+    for k, sol in enumerate(sols):
+        R, split = fields[k]
+        a, b, c = split(sol.y[n_rec - 1])
+        final["r"][k, :, 0] = a
+        final["K"][k, :, :R] = b.reshape(H, R, D)
+        final["Q"][k, :, :R] = c.reshape(H, R, D)
+    solver = {"method": method, "rtol": rtol, "atol_rel": atol_rel, "t_end": float(t[-1]),
+              "stopped": [sol.stopped for sol in sols], "work": [sol.work.as_dict() for sol in sols],
+              "total_work": spent, "events": np.array([sol.events for sol in sols])}
+    return Run(t, pop.population_mse(M, lam, N), M, final, float("nan"),
+               int(sum(sol.work.steps for sol in sols)), heads=heads, solver=solver)
+
+
+def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
+                                rtol: float, atol_rel: float, budget: float, per_decade: int = 300,
+                                method: str = "BDF", tick=None):
+    r"""The gradient flow of the whole ATTN_S model on the training loss of the sequences behind
+    ``moments`` (the O(F²) quadratic form of :class:`~._models.QuadraticMoments`), from the
+    full-model ``params`` (one seed row) to ``t_end``, adaptively (BDF; its Jacobian by SciPy's
+    finite differences: n evaluations of an O(F²) field, n = H(D+1)(1+R)+HRD).  Records on the
+    grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
+    training loss and the relevant block M(t) (value label row, key/query inputs), whose
+    population loss is the run's ``loss``."""
+    from icltheory.dynamics import integrate_adaptive
+
+    from ._models import SeparateHeads
+    from ._training import Run
+
+    model = SeparateHeads(H, params["K"].shape[2])
+    names = ("r", "K", "Q")
+    shapes = [params[k].shape[1:] for k in names]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    Cg = moments.on()
+
+    def unpack(y):
+        out, k0 = {}, 0
+        for name, sh, n in zip(names, shapes, sizes):
+            out[name] = y[k0:k0 + n].reshape((1,) + sh)
+            k0 += n
+        return out
+
+    def rhs(_t, y):
+        p = unpack(y)
+        g = model.pullback(p, moments.grad_half(model.theta(p), Cg=Cg), moments)
+        return -np.concatenate([g[k].ravel() for k in names])
+
+    y0 = np.concatenate([np.asarray(params[k], float)[0].ravel() for k in names])
+    F = moments.C.shape[0]
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
+    scale = float(np.sqrt(np.mean(y0[y0 != 0] ** 2))) if np.any(y0 != 0) else 1.0
+    sol = integrate_adaptive(rhs, y0, t_end, method=method, rtol=rtol, atol=atol_rel * scale, record=grid,
+                             fun_cost=4.0 * F * F, budget=budget, first_step=min(t_first, t_end), tick=tick,
+                             what="finite-sample gradient flow")
+    thetas = np.array([model.theta(unpack(y))[0] for y in sol.y])
+    D = moments.D
+    M = thetas.reshape(len(sol.t), D + 1, D + 1, D)[None, :, D, :D, :]
+    train = np.asarray(moments.mse(thetas, Cg=Cg))[None]
+    final = {k: v for k, v in unpack(sol.y[-1]).items()}
+    solver = {"method": method, "rtol": rtol, "atol_rel": atol_rel, "t_end": float(sol.t_end),
+              "stopped": [sol.stopped], "work": [sol.work.as_dict()], "total_work": sol.work.flops,
+              "jacobian": "finite differences (SciPy)"}
+    return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
+               train_loss=train, solver=solver)
