@@ -190,7 +190,6 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
         i_rec += 1
     g0 = np.asarray(events(0.0, y0), float) if events is not None else np.zeros(0)
     ev = np.where(g0 >= 0, 0.0, np.nan)
-    g_prev = g0
     work = SolverWork()
     nb = blocks or 1
     m = n // nb
@@ -236,7 +235,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
                     g_new = np.asarray(events(t_new, y_new), float)
                     for c in np.flatnonzero(np.isnan(ev) & (g_prev < 0) & (g_new >= 0)):
                         dense = dense or solver.dense_output()
-                        f = lambda s, c=c: float(np.asarray(events(s, dense(s)), float)[c])  # noqa: E731
+                        f = lambda s, c=c, dn=dense: float(np.asarray(events(s, dn(s)), float)[c])  # noqa: E731
                         ev[c] = _root(f, t_old, t_new, float(g_prev[c]), float(g_new[c]))
                     state["g_prev"] = g_new
                 if tick is not None and work.steps % 200 == 0:

@@ -94,6 +94,34 @@ def _flow_row_work(s, R: int, n_learn: int) -> float:
     return adaptive_work(n, _flow_steps(s, n_learn), 6.0 * s.H * R * s.D**2, 2.0 * n * n * s.D**2)
 
 
+#: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop)
+_RESOLUTION = 0.03
+
+
+def _resolvable(levels, bounds: list[int], n_learn: int) -> tuple[list[int], list[int]]:
+    """Of the predicted plateaus at M_b (b in ``bounds``, interior stage boundaries), those whose
+    neighbouring stage drops (from the predicted levels L(M_m)) are all ≥ :data:`_RESOLUTION` of
+    the predicted loss range, by the measurement's rule (the plateau bordering the smallest
+    sub-resolution drop goes first, the drop merging into its smaller neighbour); returns
+    (resolvable, hidden)."""
+    lv = [float(x) for x in levels]
+    span = lv[0] - lv[n_learn]
+    keep = list(bounds)
+    while keep and span > 0:
+        cuts = [0] + keep + [n_learn]
+        drops = [lv[a] - lv[b] for a, b in zip(cuts, cuts[1:])]
+        i = int(np.argmin(drops))
+        if drops[i] >= _RESOLUTION * span:
+            break
+        if i == 0:
+            keep.pop(0)
+        elif i == len(keep):
+            keep.pop()
+        else:  # merge the small drop into the smaller of its neighbours
+            keep.pop(i - 1 if drops[i - 1] <= drops[i + 1] else i)
+    return keep, [b for b in bounds if b not in keep]
+
+
 def _simulator_why(s, ra) -> str:
     """The simulator's accuracy, written beside the checks that read its trajectory."""
     if s.integrator == "flow":
@@ -328,51 +356,18 @@ class RankPlateaus(Claim):
         groups = [ex.analysis.head_groups(ra, k, reading.times[k], share=_SHARE) for k in range(len(axis))]
         return {"run": ra, "reading": reading, "controls": controls, "groups": groups}
 
-    @staticmethod
-    def _plateau_stages(visits, levels, bounds, n_learn: int, drops) -> list[int]:
-        """Stages read off the loss: the learned-set sizes at the attributable plateaus (a size
-        within the detector's resolution — 3% of the loss range — of a stage boundary counts as
-        that boundary), differenced, up to ``n_learn``."""
-        lv = np.asarray(levels, float)
-        res = 0.03 * abs(float(lv[0] - lv[-1]))
-        marks = {0}
-        for v in visits:
-            if v.deviation >= 0.5 * float(np.min(drops)):
-                continue
-            m = len(v.learned)
-            near = [b for b in bounds if abs(lv[m] - lv[b]) <= res]
-            marks.add(min(near, key=lambda b: abs(b - m)) if near else m)
-        marks = sorted(x for x in marks if x < n_learn) + [n_learn]
-        return [b - a for a, b in zip(marks, marks[1:])]
-
-    @staticmethod
-    def _stage_verdict(predicted: list, *measured: list) -> bool | None:
-        """Completed stages against the prediction, from two measurements (heads' ownership, the
-        loss's plateaus), compared by their boundaries (cumulative sizes): either matching the
-        predicted boundaries it covers passes; boundaries all among the predicted ones are merged
-        stages (heads escaping together, or a plateau too short to see: undecided); a boundary
-        inside a predicted stage is a split and refutes."""
-        bp = set(np.cumsum(predicted).tolist())
-        subset = []
-        for x in measured:
-            if not x:
-                continue
-            bm = set(np.cumsum(x).tolist())
-            if bm == {b for b in bp if b <= max(bm)}:
-                return True
-            subset.append(bm <= bp)
-        return False if subset and not any(subset) else None
-
     def judge(self, s, pred, m, ctx) -> None:
         ra, rd = m["run"], m["reading"]
         lam = s.lam
-        capped = ra.steps >= s.steps
         po = [int(round(x)) for x in pred["drop_order"]]
         ctx.measure("steps", ra.steps)
-        why_not = s.unstable_lr(s.lr)
-        if why_not:
-            ctx.inconclusive(why_not)
+        usable, capped = _simulator_ok(ctx, s, ra)
+        if not usable:
             return
+        sim = _simulator_why(s, ra)
+        if s.integrator == "flow":
+            ctx.measure("integrator", {k: v for k, v in ra.solver.items() if k != "events"})
+        ctx.measure("plateaus", [[p.as_dict() for p in row] for row in rd.plateaus])
         if not _init_small(ctx, rd, lam):
             return
         u0 = _u0(s, s.ranks)
@@ -381,11 +376,10 @@ class RankPlateaus(Claim):
                              "smaller directions then lag its escape by a plateau of their own (Fig. 4's regime: "
                              "u0 ≈ 0.002–0.01); lower w_init")
             return
-        counts, why = [], ("stages measured twice: by the heads that escaped together (each carrying ≥ "
-                           f"{_SHARE:g} of a direction's v_i Σ_r K_ird Q_ird at its learning time) and by the "
-                           "loss's plateaus (learned-set sizes there, within the detector's 3% resolution); "
-                           "either agreeing passes, merged stages (heads escaping together, or a plateau too "
-                           "short to see) leave it undecided, a split refutes")
+        why = ("a clear plateau: between two consecutive learning times the loss's descent rate in ln t stays "
+               "below a tenth of both drops' rates for ≥ 5 × the drops' width, and the drops on either side are "
+               f"≥ {_RESOLUTION:g} of the loss range (unresolved: 3–5 widths)" + sim)
+        counts = []
         for j, R in enumerate(s.ranks):
             size = max(int(round(float(pred["stage_size"][j]))), 1)
             n_learn = theory.learnable(s.D, s.H, R)
@@ -397,6 +391,9 @@ class RankPlateaus(Claim):
             if straddle:
                 ctx.inconclusive(f"R={R}: equal eigenvalues straddle a stage boundary ({straddle[:3]}): a head may "
                                  "take any mix of the tied directions, so the stages are not determined")
+            inner = [int(b) for b in bounds[1:-1]]
+            visible, hidden = _resolvable(pred["plateau_losses"], inner, n_learn)
+            seen: set = set()
             row_counts = []
             for q in range(s.seeds):
                 k = j * s.seeds + q
@@ -404,31 +401,49 @@ class RankPlateaus(Claim):
                 complete = len(rd.order[k]) >= n_learn
                 if not complete and capped:
                     ctx.inconclusive(f"{label}: {len(rd.order[k])} of {n_learn} directions learned within the "
-                                     "step budget; the stages are not complete")
-                judge_order(ctx, label, rd.times[k], po[:n_learn], lam, m["controls"][k], pairs=pairs)
+                                     "step budget or horizon; the stages are not complete")
+                judge_order(ctx, label, rd.times[k], po[:n_learn], lam, m["controls"][k], pairs=pairs, sim=sim)
                 judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], po, lam)
-                judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops)
-                own = [len(g) for g in m["groups"][k]]
-                plat = self._plateau_stages(rd.visits[k], pred["plateau_losses"], set(int(b) for b in bounds),
-                                            n_learn, rd.drops)
-                row_counts.append(len(own))
+                judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops, sim=sim)
+                plat = rd.plateaus[k]
+                clear = {p.m for p in plat if p.status == "clear"}
+                unres = {p.m for p in plat if p.status == "unresolved"}
+                row_counts.append(1 + len(clear))
                 if straddle:
                     continue
-                if not complete:  # the last stage is still under way
-                    own, plat = own[:-1], plat[:-1]
-                ok = self._stage_verdict(stages, own, plat)
-                ctx.condition(f"{label}: directions per learning stage", ok, judges=("stage_size",),
-                              predicted=stages, measured={"heads": own, "plateaus": plat}, why=why)
-                ok_n = True
-                if complete:
-                    n_pred = int(round(float(pred["n_plateaus"][j])))
-                    ok_n = (True if n_pred in (len(own), len(plat)) else
-                            None if min(len(own), len(plat)) < n_pred else False)
-                    ctx.condition(f"{label}: number of plateaus (learning stages)", ok_n, judges=("n_plateaus",),
-                                  predicted=n_pred, measured={"heads": len(own), "plateaus": len(plat)}, why=why)
-                if ok is None or ok_n is None:
-                    ctx.inconclusive(f"{label}: the stages merged (heads escaping together, or a plateau too short "
-                                     f"to see): heads {own}, plateaus {plat} against {stages}")
+                extra = sorted(clear - set(inner))
+                open_ = sorted(unres - set(inner))
+                ctx.condition(f"{label}: clear plateaus only at multiples of the stage size", judges=("stage_size",),
+                              passed=False if extra else (None if open_ else True),
+                              predicted=[0] + inner, measured=[0] + sorted(clear), why=why,
+                              detail=(f"clear plateaus inside a stage at m = {extra}" if extra else
+                                      f"unresolved stretches inside a stage at m = {open_}" if open_ else ""))
+                if open_ and not extra:
+                    ctx.inconclusive(f"{label}: the stretches at m = {open_} are neither clear plateaus nor absent: "
+                                     + "; ".join(p.why for p in plat if p.m in open_))
+                missing = [b for b in visible if b not in clear]
+                if missing and complete:
+                    ctx.note(f"{label}: no clear plateau at M_m, m = {missing}: "
+                             + "; ".join(f"m={p.m}: {p.why}" for p in plat if p.m in missing))
+                seen |= clear & set(inner)
+            if straddle:
+                counts.append(row_counts)
+                continue
+            n_pred = int(round(float(pred["n_plateaus"][j])))
+            n_vis = n_pred - len(hidden)
+            n_seen = 1 + len(seen)
+            never = [b for b in visible if b not in seen]
+            ok_n = True if n_seen == n_vis else (False if n_seen > n_vis else None)
+            ctx.condition(f"R={R}: clear plateaus at exactly M_0, M_R, M_2R, … (over the {s.seeds} seed(s))",
+                          judges=("n_plateaus", "stage_size"), passed=ok_n, predicted=n_pred,
+                          measured={"plateaus_seen": [0] + sorted(seen), "count": n_seen,
+                                    "below_resolution": hidden},
+                          why=why + (f"; predicted plateaus before a stage whose drop is below the resolution "
+                                     f"(m = {hidden}) are not expected to be clear" if hidden else ""))
+            if ok_n is None:
+                ctx.inconclusive(f"R={R}: the plateau(s) at M_m, m = {never}, were clear in no seed (the heads "
+                                 "learning the neighbouring stages escaped too close together in these seeds); "
+                                 "more seeds may resolve them")
             counts.append(row_counts)
         ctx.measure("n_plateaus", counts)
         ctx.measure("stages", m["groups"])
