@@ -267,6 +267,7 @@ class SaddleToSaddle(Claim):
             judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k], sim=sim)
             judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], pred["drop_order"], lam)
             judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops, sim=sim)
+        self._every_plateau(s, pred, rd, ctx, n_pred, sim)
         ctx.measure("drop_order", rd.order)
         ctx.measure("n_drops", [len(o) for o in rd.order])
         if s.integrator == "flow":
@@ -297,6 +298,40 @@ class SaddleToSaddle(Claim):
             (f"BDF, rtol={s.rtol:.0e}, w_init={s.w_init:.4g}; {ra.steps} solver steps in all. " if s.integrator == "flow"
              else f"η={s.lr:.4g} τ/step, w_init={s.w_init:.4g}; {ra.steps} steps. ")
             + "Annotations: the direction learned at each drop (seed 0). Horizontal lines: Eq. 19.", ann))
+
+
+    @staticmethod
+    def _every_plateau(s, pred, rd, ctx, n_learn: int, sim: str) -> None:
+        """Every plateau M_0 … M_n must be seen: M_0 (the init is small: checked), the final
+        state, and each M_m in between (m a multiple of R) clear in at least one seed, unless a
+        neighbouring predicted drop is below the detectors' resolution; a seed missing one says
+        why (its drops ran into each other)."""
+        inner = list(range(s.R, n_learn, s.R))
+        visible, hidden = _resolvable(pred["plateau_losses"], inner, n_learn)
+        seen: set = set()
+        for k in range(s.seeds):
+            plat = rd.plateaus[k]
+            clear = {p.m for p in plat if p.status == "clear"}
+            seen |= clear
+            missing = [b for b in visible if b not in clear]
+            if missing and len(rd.order[k]) >= n_learn:
+                ctx.note(f"seed {k}: no clear plateau at M_m, m = {missing}: "
+                         + "; ".join(f"m={p.m}: {p.why}" for p in plat if p.m in missing))
+        never = [b for b in visible if b not in seen]
+        ok = True if not never else None
+        ctx.condition(f"every plateau M_0 … M_{n_learn} seen (clear in at least one of the {s.seeds} seed(s))",
+                      ok, judges=("plateau_losses",), predicted=[0] + visible + [n_learn],
+                      measured={"clear": sorted(seen), "below_resolution": hidden},
+                      why="a clear plateau between the m-th and (m+1)-th learning times: the descent rate in ln t "
+                          "below a tenth of both drops' for ≥ 5 × their width, both drops ≥ "
+                          f"{_RESOLUTION:g} of the loss range; M_0 and M_n are the run's ends" + sim
+                          + (f"; predicted plateaus next to a drop below that resolution (m = {hidden}) are "
+                             "not expected to be clear" if hidden else ""))
+        if never:
+            ctx.inconclusive(f"the plateau(s) at M_m, m = {never}, were clear in no seed: in every seed the drops "
+                             "on either side ran into each other (heads escaping close together); more seeds, or a "
+                             "smaller w_init, may resolve them")
+        ctx.measure("plateaus_between_drops", [[p.as_dict() for p in row] for row in rd.plateaus])
 
 
 class RankPlateaus(Claim):
