@@ -131,21 +131,24 @@ class EventPlateau:
                 "level": self.level, "why": self.why}
 
 
-def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: float = 5.0,
-                            absent_widths: float = 3.0, min_drop: float = 0.03) -> list[EventPlateau]:
+def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: float = 2.0,
+                            absent_widths: float = 1.0, min_flat: float = 0.1,
+                            min_drop: float = 0.03) -> list[EventPlateau]:
     r"""Is there a plateau between each pair of consecutive events of a descending curve?
 
     A blind reading of a smooth (e.g. adaptively integrated) loss curve segmented by events
     $e_1<\dots<e_n$ (times at which something was learned).  With $u=\ln t$ and the descent
     rate $r(u)=-dy/du$ of the running minimum of y:
 
-    * each drop $j$ has a rate $r(u_j)$ at its event and a width $w_j$ (the ln-t extent around
-      $u_j$ where $r\ge\tfrac12r(u_j)$);
+    * each drop $j$ has a rate $r(u_j)$ at its event and a width $w_j$: the ln-t extent around
+      $u_j$ where $r\ge\tfrac12r(u_j)$, not beyond the midpoints to the neighbouring events (two
+      drops that run into each other do not widen each other);
     * between events $m$ and $m+1$ the *flat length* is the ln-t measure where
       $r\le$ ``valley`` × the smaller of the two event rates (the curve has slowed to a tenth of
-      both drops); the plateau is **clear** when the flat length is at least ``clear_widths`` ×
-      the wider of the two drops (visibly longer than the drops it separates), **absent** below
-      ``absent_widths`` × that width, else **unresolved**;
+      both drops).  The plateau is **clear** when the flat length is at least ``clear_widths`` ×
+      the wider of the two drops *and* at least ``min_flat`` (the loss stays put while time grows
+      by ≥ 10%: a plateau a log-time plot shows, longer than the drops it separates); **absent**
+      when it is below ``absent_widths`` × that width or below ``min_flat``; else **unresolved**;
     * a plateau must separate drops that are visible: the loss lost between consecutive clear
       or unresolved plateaus (or the curve's ends) must be at least ``min_drop`` × the curve's
       range (the resolution of :func:`detect_plateaus`); the plateau bordering the smallest such
@@ -164,9 +167,10 @@ def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: 
     rate = -np.gradient(ym, u)
     ue = np.log(e)
     re = np.interp(ue, u, rate)
+    mids = np.concatenate([[-np.inf], 0.5 * (ue[1:] + ue[:-1]), [np.inf]])
     widths = []
     for j in range(e.size):
-        hi = rate >= 0.5 * re[j]
+        hi = (rate >= 0.5 * re[j]) & (u >= mids[j]) & (u <= mids[j + 1])
         i = int(np.clip(np.searchsorted(u, ue[j]), 0, u.size - 1))
         a = b = i
         while a > 0 and hi[a - 1]:
@@ -184,11 +188,12 @@ def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: 
         w = max(widths[j], widths[j + 1], 1e-300)
         idx = np.flatnonzero(inside)
         k = int(idx[np.argmin(rate[idx])]) if idx.size else int(np.searchsorted(u, ue[j]))
-        if flat >= clear_widths * w:
+        if flat >= clear_widths * w and flat >= min_flat:
             status, why = "clear", f"flat for {flat:.3g} in ln t, {flat / w:.3g} × the drops' width {w:.3g}"
-        elif flat < absent_widths * w:
-            status, why = "absent", (f"flat for only {flat:.3g} in ln t ({flat / w:.3g} × the drops' width {w:.3g}): "
-                                     f"the drops at t = {e[j]:.4g} and {e[j + 1]:.4g} run into each other")
+        elif flat < absent_widths * w or flat < min_flat:
+            status, why = "absent", (f"flat for only {flat:.3g} in ln t ({flat / w:.3g} × the drops' width {w:.3g}; "
+                                     f"a clear plateau needs ≥ {clear_widths:g} × and ≥ {min_flat:g}): the drops at "
+                                     f"t = {e[j]:.4g} and {e[j + 1]:.4g} run into each other")
         else:
             status, why = "unresolved", (f"flat for {flat:.3g} in ln t, {flat / w:.3g} × the drops' width {w:.3g} — "
                                          f"between {absent_widths:g} (absent) and {clear_widths:g} (clear)")
