@@ -148,11 +148,80 @@ def _block_bdf(n_blocks: int, m: int):
     return BlockBDF
 
 
+def _woodbury_bdf(structure):
+    r"""SciPy's BDF whose Newton matrices $I-cJ$ are solved through the Jacobian's structure
+    $J=\mathrm{blockdiag}(B_1,\dots,B_K)-U\,\mathrm{diag}(w)\,U^\top$ (``structure()``: the dense
+    J last returned, the blocks (K, m, m), their state indices (K, m), U (n, k) and w > 0): the
+    blocks are inverted one by one and the rank-k coupling by the Woodbury identity, so a
+    factorisation costs K·m³ + n·m·k instead of n³.  Every solve is checked against the dense
+    matrix (residual, one refinement step); if the blocks are near-singular (the identity then
+    loses accuracy) the dense LU is used instead — the result is the same to rounding, only the
+    cost differs."""
+    from scipy.integrate import BDF
+    from scipy.linalg import lu_factor, lu_solve
+
+    class WoodburyBDF(BDF):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.n_dense = 0
+
+            def lu(A):
+                self.nlu += 1
+                J, blocks, idx, U, w = structure()
+                off = np.abs(J - np.diag(np.diag(J)))
+                i, j = np.unravel_index(int(np.argmax(off)), off.shape)
+                c = -A[i, j] / J[i, j] if J[i, j] != 0 else 0.0
+                m = blocks.shape[1]
+                Sinv = D0inv = Z = None
+                try:
+                    with np.errstate(all="raise"):
+                        D0inv = np.linalg.inv(np.eye(m)[None] - c * blocks)
+                        Z = np.empty_like(U)
+                        for b in range(blocks.shape[0]):
+                            Z[idx[b]] = D0inv[b] @ U[idx[b]]
+                        if c > 0:
+                            Sinv = np.linalg.inv(np.diag(1.0 / (c * w)) + U.T @ Z)
+                except (np.linalg.LinAlgError, FloatingPointError):
+                    Sinv = None
+                if Sinv is None or not (np.all(np.isfinite(D0inv)) and np.all(np.isfinite(Sinv))):
+                    self.n_dense += 1
+                    return ("dense", lu_factor(A, overwrite_a=False))
+                return ("woodbury", A, D0inv, idx, Z, U, Sinv)
+
+            def solve_lu(LU, b):
+                if LU[0] == "dense":
+                    return lu_solve(LU[1], b)
+                _, A, D0inv, idx, Z, U, Sinv = LU
+
+                def apply(r):
+                    y = np.empty_like(r)
+                    for k in range(D0inv.shape[0]):
+                        y[idx[k]] = D0inv[k] @ r[idx[k]]
+                    return y - Z @ (Sinv @ (U.T @ y))
+
+                x = apply(b)
+                nb = float(np.linalg.norm(b)) or 1.0
+                r = b - A @ x
+                if np.linalg.norm(r) > 1e-12 * nb:
+                    x = x + apply(r)
+                    r = b - A @ x
+                if not np.linalg.norm(r) <= 1e-9 * nb:  # the identity lost accuracy: dense LU
+                    self.n_dense += 1
+                    return lu_solve(lu_factor(A), b)
+                return x
+
+            self.lu = lu
+            self.solve_lu = solve_lu
+
+    return WoodburyBDF
+
+
 def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", rtol: float = 1e-8,
                        atol: float | np.ndarray = 1e-12, record=None, events=None, blocks: int | None = None,
                        stop: Callable[[float, np.ndarray, np.ndarray], bool] | None = None,
                        fun_cost: float = 0.0, jac_cost: float = 0.0, budget: float = math.inf,
-                       first_step: float | None = None, tick=None, what: str = "gradient flow") -> AdaptiveSolution:
+                       first_step: float | None = None, structure=None, tick=None,
+                       what: str = "gradient flow") -> AdaptiveSolution:
     r"""Integrate $\dot y=f(t,y)$ from 0 to at most ``t_max`` (see the module docstring).
 
     ``record``: increasing times at which y is kept (from the dense output; the end point is
@@ -160,7 +229,8 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     0 to ≥ 0 is located (a component already ≥ 0 at t = 0 crosses at 0).  ``stop(t, y, ev)``
     (``ev``: the event times so far) ends the run after an accepted step.  ``fun_cost`` and
     ``jac_cost``: flops of one call of each beyond the call overhead.  ``tick(fraction, what)``
-    is called every 200 steps.  ``blocks``: y holds this many independent systems of equal size
+    is called every 200 steps.  ``structure()``: the last Jacobian's block-plus-low-rank form (see
+    :func:`_woodbury_bdf`; BDF, one system).  ``blocks``: y holds this many independent systems of equal size
     (the Jacobian is block diagonal; BDF only): the Newton matrices are factorised per block.  The error
     control is then on the RMS over all blocks, so one block's local error is at most
     √(number of blocks) × (atol + rtol·|y|) in RMS."""
@@ -176,10 +246,14 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     if first_step is not None:
         kw["first_step"] = first_step
     cls = solvers[method]
-    if blocks is not None:
+    if blocks is not None and blocks > 1:
         if method != "BDF" or jac is None or n % blocks:
             raise ValueError("blocks need method='BDF', an analytic (block-diagonal) Jacobian and equal blocks")
         cls = _block_bdf(blocks, n // blocks)
+    elif structure is not None:
+        if method != "BDF" or jac is None:
+            raise ValueError("structure needs method='BDF' and an analytic Jacobian")
+        cls = _woodbury_bdf(structure)
     solver = cls(fun, 0.0, y0, t_max, rtol=rtol, atol=atol, **kw)
     ts: list[float] = []
     ys: list[np.ndarray] = []
@@ -194,6 +268,12 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     nb = blocks or 1
     m = n // nb
     lu_cost = LU_EFFICIENCY * nb * (2.0 if blocks and m <= INVERT_MAX else 2.0 / 3.0) * m**3
+    if structure is not None and not (blocks and blocks > 1):
+        if jac is not None:
+            jac(0.0, y0)  # so that structure() describes a Jacobian from the start
+        _, sb, _, su, _ = structure()
+        k_, m_ = su.shape[1], sb.shape[1]
+        lu_cost = LU_EFFICIENCY * (2.0 * sb.shape[0] * m_**3 + 2.0 * n * m_ * k_ + 2.0 * n * k_ * k_ + 2.0 * k_**3)
 
     def account() -> None:
         work.nfev = int(solver.nfev)
