@@ -308,6 +308,9 @@ class SeparateSetting(_HeadsSetting):
                                doc="seeds also trained by the finite-sample simulator (b) (0: skip it)")
     P: int | None = Int(None, min=100, max=10**6, by_profile=(20_000, 80_000, 80_000),
                         doc="training sequences of simulator (b)")
+    code_init: float | None = Float(None, min=1e-100, max=1e3, by_profile=(0.01, 0.01, 0.01),
+                                    doc="the reference code's --init (Fig. 3: 0.01; the adaptive flow's cost grows "
+                                        "only like ln(1/init), so every profile uses the figure's)")
     integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)
     rtol: float | None = Float(None, **_RTOL)
 
@@ -335,8 +338,10 @@ class RankSetting(_HeadsSetting):
     seeds: int | None = Int(None, min=1, max=16, by_profile=(1, 2, 2), doc="random initialisations per rank")
     steps: int | None = Int(None, min=1, max=STEPS_MAX,
                             doc="most GD steps (default: 2 × the theory horizon of the smallest rank)")
-    code_init: float | None = Float(None, min=1e-100, max=1e3, by_profile=(0.01, _CODE_INIT_FIG4, _CODE_INIT_FIG4),
-                                    doc="the reference code's --init (Fig. 4: 5e-3; quick: 2× shorter plateaus)")
+    code_init: float | None = Float(None, min=1e-100, max=1e3,
+                                    by_profile=(_CODE_INIT_FIG4, _CODE_INIT_FIG4, _CODE_INIT_FIG4),
+                                    doc="the reference code's --init (Fig. 4: 5e-3, at every profile: the adaptive "
+                                        "flow's cost grows only like ln(1/init))")
     code_lr: float | None = Float(None, min=1e-300, max=1e300, by_profile=(0.1, 0.1, 0.1),
                                   doc="the reference code's --lr (5× the figure's 0.02: the same flow, 5× fewer steps)")
     integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)

@@ -379,7 +379,7 @@ class SaddleToSaddle(Claim):
                       ok, judges=("plateau_losses",), predicted=[0] + visible + [n_learn],
                       measured={"clear": sorted(seen), "below_resolution": hidden},
                       why="a clear plateau between the m-th and (m+1)-th learning times: the descent rate in ln t "
-                          "below a tenth of both drops' for ≥ 5 × their width, both drops ≥ "
+                          "below a tenth of both drops' for ≥ 2 × their width and ≥ 0.1 in ln t, both drops ≥ "
                           f"{_RESOLUTION:g} of the loss range; M_0 and M_n are the run's ends" + sim
                           + ("; not expected to be clear: " + "; ".join(f"M_{b}: {w}" for b, w in hidden_why.items())
                              if hidden else ""))
@@ -468,8 +468,9 @@ class RankPlateaus(Claim):
                              "u0 ≈ 0.002–0.01); lower w_init")
             return
         why = ("a clear plateau: between two consecutive learning times the loss's descent rate in ln t stays "
-               "below a tenth of both drops' rates for ≥ 5 × the drops' width, and the drops on either side are "
-               f"≥ {_RESOLUTION:g} of the loss range (unresolved: 3–5 widths)" + sim)
+               "below a tenth of both drops' rates for ≥ 2 × the drops' width and ≥ 0.1 in ln t, and the drops on "
+               f"either side are ≥ {_RESOLUTION:g} of the loss range; a stretch flat for 1–2 widths is unresolved "
+               "(not clear: it neither refutes nor shows a predicted plateau)" + sim)
         counts = []
         for j, R in enumerate(s.ranks):
             size = max(int(round(float(pred["stage_size"][j]))), 1)
@@ -520,13 +521,13 @@ class RankPlateaus(Claim):
                     extra = [x for x in extra if x not in lagging]
                     clear = clear - set(lagging)
                 ctx.condition(f"{label}: clear plateaus only at multiples of the stage size", judges=("stage_size",),
-                              passed=False if extra else (None if open_ or lagging else True),
+                              passed=False if extra else (None if lagging else True),
                               predicted=[0] + inner, measured=[0] + sorted(clear), why=why,
                               detail=(f"clear plateaus inside a stage at m = {extra}" if extra else
                                       f"unresolved stretches inside a stage at m = {open_}" if open_ else ""))
-                if open_ and not extra:
-                    ctx.inconclusive(f"{label}: the stretches at m = {open_} are neither clear plateaus nor absent: "
-                                     + "; ".join(p.why for p in plat if p.m in open_))
+                if open_:
+                    ctx.note(f"{label}: stretches inside a stage that are not clear plateaus but not absent either "
+                             f"(m = {open_}): " + "; ".join(p.why for p in plat if p.m in open_))
                 missing = [b for b in visible if b not in clear]
                 if missing and complete:
                     ctx.note(f"{label}: no clear plateau at M_m, m = {missing}: "

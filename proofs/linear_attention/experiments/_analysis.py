@@ -10,7 +10,7 @@ r"""Reading a training run: learning times, plateaus and the saddles they visit 
   trajectory came to it.
 * **Plateaus between learning times**: the stretch between the m-th and (m+1)-th learning
   time is a clear plateau, absent or unresolved by the descent rate in log time
-  (:func:`icltheory.dynamics.plateaus_between_events`: flat for ≥ 5 × the drops' width, drops
+  (:func:`icltheory.dynamics.plateaus_between_events`: flat for ≥ 2 × the drops' width and ≥ 0.1 in ln t, drops
   ≥ 3% of the loss range).
 * **Order violations**: pairs $\lambda_i>\lambda_j$ where $j$ was learned first.
 * **Head ownership** (rank-$R$ heads): each learned direction belongs to the head with the
