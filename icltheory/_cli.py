@@ -125,8 +125,22 @@ def _on_first_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+#: BLAS libraries read these once, when NumPy is first imported (after this module)
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _one_blas_thread() -> None:
+    """BLAS on one thread unless the user chose otherwise: the kernels here are small (a
+    multi-threaded BLAS spin-waits on them and ran up to 100× slower on a loaded two-core
+    machine), ``report -j`` and sweeps parallelise over processes instead, and one thread makes
+    the floating-point sums independent of the machine's core count (same bytes everywhere)."""
+    for var in _BLAS_THREAD_VARS:
+        os.environ.setdefault(var, "1")
+
+
 def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
+    _one_blas_thread()
     try:  # (inside the try: a signal may arrive while the handler is being installed)
         try:
             signal.signal(signal.SIGINT, _on_first_interrupt)

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import os
 
-import pytest
-from hypothesis import HealthCheck, settings
+# BLAS on one thread, as the command line runs it (icltheory._cli._one_blas_thread): set before
+# NumPy is imported by any test module
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.register_profile(

@@ -11,6 +11,16 @@ _BACKENDS: dict[str, type[Backend]] = {"numpy": NumpyBackend, "torch": TorchBack
 BACKEND_NAMES = tuple(_BACKENDS)
 
 
+_NUMPY = NumpyBackend()
+
+
+def namespace_of(a) -> Backend:
+    """The backend whose arrays ``a`` is: numpy for numpy arrays and scalars, torch for tensors."""
+    if type(a).__module__.startswith("torch"):
+        return TorchBackend(threads=None)
+    return _NUMPY
+
+
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; a missing optional dependency is a SettingError on 'backend'."""
     if name not in _BACKENDS:

@@ -1,10 +1,11 @@
 r"""Array backends behind one small protocol.
 
-A backend is a tiny array namespace — ``asarray``, ``einsum``, ``to_numpy``, ``device`` and
-``float64`` — that trainer kernels are written against *once*: a kernel takes ``xp`` (a
-backend), converts its inputs with ``xp.asarray`` (float64, on ``xp.device``), computes with
-``xp.einsum`` and ordinary arithmetic/indexing (which numpy arrays and torch tensors share), and
-hands results back with ``xp.to_numpy``.  The kernel itself (the model's parametrisation and its
+A backend is a tiny array namespace — ``asarray``, ``zeros``, ``einsum``, ``swapaxes``,
+``softmax``, ``mean``, ``amin``, ``all_finite``, ``to_numpy``, ``device`` and ``float64`` — that
+trainer kernels are written against *once*: a kernel takes ``xp`` (a backend), converts its
+inputs with ``xp.asarray`` (float64, on ``xp.device``), computes with these and with ordinary
+arithmetic, ``@`` and indexing (which numpy arrays and torch tensors share), and hands results
+back with ``xp.to_numpy``.  Reductions take ``axis`` (numpy's spelling) on every backend.  The kernel itself (the model's parametrisation and its
 hand-written gradients, the GD loop through :func:`icltheory.dynamics.run_gd`) lives with the
 paper that needs it; nothing here knows about any model.
 
@@ -54,6 +55,30 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def einsum(self, spec: str, *operands: Any) -> Any:
         """Einstein summation (numpy's spec language)."""
+
+    @abc.abstractmethod
+    def zeros(self, shape: tuple[int, ...]) -> Any:
+        """A float64 array of zeros on :attr:`device`."""
+
+    @abc.abstractmethod
+    def swapaxes(self, a: Any, i: int, j: int) -> Any:
+        """``a`` with axes ``i`` and ``j`` exchanged (a view where the backend allows)."""
+
+    @abc.abstractmethod
+    def softmax(self, a: Any, axis: int = -1) -> Any:
+        """The softmax along ``axis`` (shift-invariant, computed without overflow)."""
+
+    @abc.abstractmethod
+    def mean(self, a: Any, axis: int | None = None) -> Any:
+        """The mean over ``axis`` (all entries when ``None``)."""
+
+    @abc.abstractmethod
+    def amin(self, a: Any, axis: int) -> Any:
+        """The minimum over ``axis``."""
+
+    @abc.abstractmethod
+    def all_finite(self, a: Any) -> bool:
+        """Whether every entry of ``a`` is finite."""
 
     @abc.abstractmethod
     def to_numpy(self, a: Any) -> np.ndarray:

@@ -30,5 +30,25 @@ class NumpyBackend(Backend):
     def einsum(self, spec, *operands):
         return np.einsum(spec, *operands)
 
+    def zeros(self, shape):
+        return np.zeros(shape)
+
+    def swapaxes(self, a, i, j):
+        return np.swapaxes(a, i, j)
+
+    def softmax(self, a, axis=-1):
+        from scipy import special
+
+        return special.softmax(a, axis=axis)
+
+    def mean(self, a, axis=None):
+        return np.mean(a, axis=axis)
+
+    def amin(self, a, axis):
+        return np.min(a, axis=axis)
+
+    def all_finite(self, a) -> bool:
+        return bool(np.all(np.isfinite(a)))
+
     def to_numpy(self, a) -> np.ndarray:
         return np.asarray(a)

@@ -55,6 +55,24 @@ class TorchBackend(Backend):
     def einsum(self, spec, *operands):
         return self._torch.einsum(spec, *operands)
 
+    def zeros(self, shape):
+        return self._torch.zeros(shape, dtype=self._torch.float64, device=self._device)
+
+    def swapaxes(self, a, i, j):
+        return self._torch.transpose(a, i, j)
+
+    def softmax(self, a, axis=-1):
+        return self._torch.softmax(a, dim=axis)
+
+    def mean(self, a, axis=None):
+        return self._torch.mean(a) if axis is None else self._torch.mean(a, dim=axis)
+
+    def amin(self, a, axis):
+        return self._torch.amin(a, dim=axis)
+
+    def all_finite(self, a) -> bool:
+        return bool(self._torch.isfinite(a).all())
+
     def to_numpy(self, a) -> np.ndarray:
         if isinstance(a, self._torch.Tensor):
             return a.detach().cpu().numpy()

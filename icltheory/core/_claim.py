@@ -612,7 +612,16 @@ def run_check(
     progress: ProgressFn | None = None,
 ) -> Verdict:
     """Measure and judge: the one path every caller uses.  ``profile`` re-resolves the
-    setting's profile-dependent defaults (it is the setting's ``profile`` key)."""
+    setting's profile-dependent defaults (it is the setting's ``profile`` key).  BLAS runs on
+    one thread meanwhile (:mod:`icltheory.core._threads`)."""
+    from ._threads import one_blas_thread
+
+    with one_blas_thread():
+        return _run_check(claim, setting, profile=profile, predict=predict, progress=progress)
+
+
+def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
+               predict: Mapping[str, Any] | None, progress: ProgressFn | None) -> Verdict:
     if profile is not None:
         if profile not in PROFILES:
             raise BadInput(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")

@@ -313,11 +313,17 @@ class SeparateSetting(_HeadsSetting):
                                         "only like ln(1/init), so every profile uses the figure's)")
     integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)
     rtol: float | None = Float(None, **_RTOL)
+    backend: str = Choice("numpy", BACKEND_NAMES, doc="backend of simulator (b): its moments over the P sequences "
+                                                      "and its GD (torch: float64, CUDA when present)")
 
     def _resolve(self) -> None:
         super()._resolve()
         if self.steps is None:
             self._set("steps", _steps("lr", 3 * self.horizon(self.R), self.lr))
+
+    def _validate(self) -> None:
+        super()._validate()
+        get_backend(self.backend)  # an unavailable optional backend is a setting error
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -474,6 +480,12 @@ class SoftmaxSetting(_SeparateBase):
     steps: int | None = Int(None, min=1, max=STEPS_MAX,
                             doc="GD steps (default: horizon_factor × the linear theory's learning time of the "
                                 "third direction, so that a second drop has time to show)")
+    backend: str = Choice("numpy", BACKEND_NAMES, doc="trainer backend (torch: float64, CUDA when present; an "
+                                                      "optional extra)")
+
+    def _validate(self) -> None:
+        super()._validate()
+        get_backend(self.backend)  # an unavailable optional backend is a setting error
 
     def _resolve(self) -> None:
         super()._resolve()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icltheory.backends import BACKEND_NAMES, get_backend
 from icltheory.core import (Choice, Float, Floats, Int, NumericalTrouble, Setting, SettingError,
                             lazy_module)
 
@@ -126,11 +127,23 @@ class _Prompts(_Tasks):
     noise: float = Float(0.02, min=0.0, max=10.0, doc="token noise σ: x = v + σξ/√d")
     prompts: int | None = Int(None, min=1, max=MAX_PROMPTS, by_profile=(200, 2000, 8000),
                               doc="fixed training prompts")
+    backend: str = Choice("numpy", BACKEND_NAMES,
+                          doc="array backend of model B's trainer (torch: float64, CUDA when "
+                              "present; an optional extra)")
 
     def _resolve(self) -> None:
         if self.d is None:
             self._set("d", 2 * self.K)
         super()._resolve()
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.backend != "numpy":
+            get_backend(self.backend)  # an unavailable optional backend is a setting error
+            models = getattr(self, "model_list", (getattr(self, "model", "B"),))
+            if "B" not in models:
+                raise SettingError("backend", f"{self.backend!r} runs model B (finite prompts); "
+                                              "model A is a small population computation on numpy")
 
     def _pilot(self) -> tuple[float, float, float]:
         return _derived("d", rules.pilot_B, self.K, self.d, self.N, self.noise, self.task,
@@ -178,6 +191,7 @@ class RescalingSetting(_Prompts):
         rules.check_eta_L2(self.eta_prime, self.L_prime, "L_prime")
 
     def _validate(self) -> None:
+        super()._validate()
         if self.model == "A" and self.d < self.K:
             raise SettingError("d", f"model A uses K orthonormal features: needs d ≥ K={self.K}")
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_module
 from icltheory.dynamics import adaptive_work
 
@@ -226,6 +227,7 @@ class SaddleToSaddle(Claim):
         r"\sum_{d\le m}\frac{\lambda_d}{c_d},\ \text{directions learned in the order }\lambda_1\ge\lambda_2\ge\dots"
     )
     setting_type = SeparateSetting
+    backends = ("numpy", "torch")  # simulator (b)
     predictions = {
         "plateau_losses": Prediction("Eq. 19: L(M_m), m = 0..D"),
         "drop_order": Prediction("eigen-indices in the order they are learned (decreasing eigenvalue)",
@@ -269,16 +271,17 @@ class SaddleToSaddle(Claim):
         pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
         for k in range(min(s.fs_seeds, s.seeds)):
             X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(20, k))
-            mom = ex.models.empirical_moments(X, y, tick=run.tick)
+            xp = get_backend(s.backend)
+            mom = ex.models.empirical_moments(X, y, tick=run.tick, xp=xp)
             p_k = {n: v[k:k + 1] for n, v in pfull.items()}
-            if s.integrator == "flow":
+            if s.integrator == "flow":  # a small SciPy ODE: the backend computes the moments only
                 left = BUDGETS[s.profile][0] - ra.solver["total_work"] - sum(r.solver["total_work"] for r, _ in out["fs"])
                 rb = ex.flows.finite_sample_separate_flow(mom, p_k, s.lam, s.N, H=s.H, t_end=float(ra.t[-1]),
                                                           t_first=s.lr, rtol=s.rtol, atol_rel=1e-3 * s.rtol,
                                                           budget=max(left, 0.0), tick=run.tick)
             else:
                 rb = ex.training.finite_sample_separate(mom, p_k, s.lam, s.N, H=s.H, lr=s.lr, steps=ra.steps,
-                                                        tick=run.tick)
+                                                        tick=run.tick, xp=xp)
             out["fs"].append((rb, ex.analysis.read_run(rb, s.lam, s.N)))
         return out
 

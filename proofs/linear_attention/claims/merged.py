@@ -226,7 +226,7 @@ class MergedSigmoid(Claim):
         run.tick(0.3, "population flow")
         # real training: full-batch GD of the whole ATTN_M model on P sequences (aligned init)
         X, y = ex.data.sample_sequences(s.P, s.N, np.diag(lam), run.rng(8))
-        mom = ex.models.empirical_moments(X, y, tick=run.tick)
+        mom = ex.models.empirical_moments(X, y, tick=run.tick, xp=get_backend(s.backend))
         r_full = np.zeros((1, H, D + 1))
         r_full[0, :, D] = s.w_init * rvec
         U_full = np.zeros((1, H, D + 1, D))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings import SoftmaxSetting
@@ -31,6 +32,7 @@ class SoftmaxDrops(Claim):
         r"\ \text{merged}\Rightarrow1\text{ drop};\ W^{KQ}_i=(W^K_i)^\top W^Q_i\Rightarrow\text{several drops}"
     )
     setting_type = SoftmaxSetting
+    backends = ("numpy", "torch")
     predictions = {
         "merged_drops": Prediction("drops of the merged softmax model: 1", kind="count"),
         "separate_min_drops": Prediction("at least this many drops for separate heads: min(2, H·R, D)",
@@ -61,8 +63,11 @@ class SoftmaxDrops(Claim):
         ms = ex.softmax.SoftmaxAttention(s.H, merged=False, R=s.R)
         ps = ex.softmax.softmax_init(ms, D, s.w_init, rng)
         rec = max(1, s.steps // 1500)
-        km, lm, _ = ex.softmax.softmax_train(mm, pm, X, y, lr=s.lr, steps=s.steps, record_every=rec, tick=run.tick)
-        ks, ls, _ = ex.softmax.softmax_train(ms, ps, X, y, lr=s.lr, steps=s.steps, record_every=rec, tick=run.tick)
+        xp = get_backend(s.backend)
+        km, lm, _ = ex.softmax.softmax_train(mm, pm, X, y, lr=s.lr, steps=s.steps, record_every=rec, tick=run.tick,
+                                             xp=xp)
+        ks, ls, _ = ex.softmax.softmax_train(ms, ps, X, y, lr=s.lr, steps=s.steps, record_every=rec, tick=run.tick,
+                                             xp=xp)
         t = km * s.lr
         out = {"t": t, "merged": lm, "separate": ls}
         if t.size - 1 >= _MIN_POINTS:

@@ -96,20 +96,22 @@ def population_moments(lam, N: int) -> QuadraticMoments:
                             s=float(lam.sum()), A=1, B=D, D=D)
 
 
-def empirical_moments(X: np.ndarray, y: np.ndarray, *, chunk: int = 4096, tick=None) -> QuadraticMoments:
-    """Moments of the whole model's features over the given sequences (chunked, O(P F²))."""
+def empirical_moments(X: np.ndarray, y: np.ndarray, *, chunk: int = 4096, tick=None, xp=NUMPY) -> QuadraticMoments:
+    """Moments of the whole model's features over the given sequences (chunked, O(P F²); the
+    products run on the array backend ``xp``, the result is numpy)."""
     P, D1, _ = X.shape
     D = D1 - 1
     F = D1 * D1 * D
-    C = np.zeros((F, F))
-    g = np.zeros(F)
+    C = xp.zeros((F, F))
+    g = xp.zeros((F,))
     for k in range(0, P, chunk):
-        Z = query_features(X[k:k + chunk])
-        C += Z.T @ Z
-        g += Z.T @ y[k:k + chunk]
+        Z = xp.asarray(query_features(X[k:k + chunk]))
+        C += xp.swapaxes(Z, 0, 1) @ Z
+        g += xp.swapaxes(Z, 0, 1) @ xp.asarray(y[k:k + chunk])
         if tick is not None:
             tick(min(k + chunk, P) / P, "moments of the training set")
-    return QuadraticMoments(C=C / P, g=g / P, s=float(np.mean(y * y)), A=D1, B=D1, D=D)
+    return QuadraticMoments(C=np.array(xp.to_numpy(C)) / P, g=np.array(xp.to_numpy(g)) / P,
+                            s=float(np.mean(y * y)), A=D1, B=D1, D=D)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ input columns.  The softmax is ``scipy.special.softmax``.  Gradients of the full
 $L_{1/2}=\frac1{2P}\sum_p(\hat y_p-y_p)^2$ are written out:
 $\partial\hat y/\partial r_i=\sum_na_{i,n}X_n$ and $\partial\hat y/\partial s_{i,n}=a_{i,n}(u_{i,n}-\bar u_i)$
 with $u_{i,n}=r_i^\top X_n$, $\bar u_i=\sum_na_{i,n}u_{i,n}$ (the tests compare with finite
-differences).  Training is :func:`icltheory.dynamics.run_gd`.
+differences).  Training is :func:`icltheory.dynamics.run_gd`; the model is written once against
+an array namespace ``xp`` (:mod:`icltheory.backends`: numpy by default, torch for large P).
 """
 
 from __future__ import annotations
@@ -20,17 +21,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icltheory.backends import NumpyBackend, namespace_of
 from icltheory.core import NumericalTrouble
 from icltheory.dynamics import run_gd
 
 __all__ = ["SoftmaxAttention", "attention_weights", "softmax_train", "softmax_init"]
 
+NUMPY = NumpyBackend()
 
-def attention_weights(scores: np.ndarray) -> np.ndarray:
-    """Softmax over the token axis (the last)."""
-    from scipy.special import softmax
 
-    return softmax(scores, axis=-1)
+def attention_weights(scores):
+    """Softmax over the token axis (the last), on the scores' own backend."""
+    return namespace_of(scores).softmax(scores, axis=-1)
 
 
 @dataclass(frozen=True)
@@ -41,38 +43,38 @@ class SoftmaxAttention:
     merged: bool
     R: int = 1
 
-    def A(self, p: dict) -> np.ndarray:
-        return p["A"] if self.merged else np.einsum("hra,hrb->hab", p["K"], p["Q"])
+    def A(self, p: dict, xp=NUMPY):
+        return p["A"] if self.merged else xp.einsum("hra,hrb->hab", p["K"], p["Q"])
 
-    def forward(self, p: dict, X: np.ndarray):
+    def forward(self, p: dict, X, xp=NUMPY):
         D = X.shape[1] - 1
         xq = X[:, :D, -1]
-        qv = (xq @ self.A(p).reshape(-1, D).T).reshape(X.shape[0], self.H, D + 1)
+        qv = (xq @ xp.swapaxes(self.A(p, xp).reshape(-1, D), 0, 1)).reshape(X.shape[0], self.H, D + 1)
         a = attention_weights(qv @ X)  # (P, H, N+1): softmax_n of X_nᵀ A_i x̃_q
-        u = np.matmul(p["r"][None], X)  # (P, H, N+1): r_iᵀ X_n
-        return np.einsum("phn,phn->p", a, u), a, u
+        u = p["r"][None] @ X  # (P, H, N+1): r_iᵀ X_n
+        return xp.einsum("phn,phn->p", a, u), a, u
 
     def predict(self, p: dict, X: np.ndarray) -> np.ndarray:
         return self.forward(p, X)[0]
 
-    def loss_and_grad(self, p: dict, X: np.ndarray, y: np.ndarray):
-        """(plain MSE, gradient of L_1/2)."""
+    def loss_and_grad(self, p: dict, X, y, xp=NUMPY):
+        """(plain MSE, gradient of L_1/2), on the namespace ``xp`` of the arrays."""
         P, D1, _ = X.shape
-        yhat, a, u = self.forward(p, X)
+        yhat, a, u = self.forward(p, X, xp)
         res = yhat - y
         delta = res / P
-        Xt = np.swapaxes(X, 1, 2)
-        g_r = (delta[:, None, None] * a @ Xt).sum(axis=0)
-        ubar = np.einsum("phn,phn->ph", a, u)
+        Xt = xp.swapaxes(X, 1, 2)
+        g_r = xp.einsum("pha->ha", (delta[:, None, None] * a) @ Xt)
+        ubar = xp.einsum("phn,phn->ph", a, u)
         gs = delta[:, None, None] * a * (u - ubar[:, :, None])
-        G_A = np.tensordot(gs @ Xt, X[:, : D1 - 1, -1], axes=([0], [0]))  # (H, D+1, D)
+        G_A = xp.einsum("pha,pd->had", gs @ Xt, X[:, : D1 - 1, -1])  # (H, D+1, D)
         out = {"r": g_r}
         if self.merged:
             out["A"] = G_A
         else:
-            out["K"] = np.einsum("hrb,hab->hra", p["Q"], G_A)
-            out["Q"] = np.einsum("hra,hab->hrb", p["K"], G_A)
-        return float(np.mean(res * res)), out
+            out["K"] = xp.einsum("hrb,hab->hra", p["Q"], G_A)
+            out["Q"] = xp.einsum("hra,hab->hrb", p["K"], G_A)
+        return float(xp.mean(res * res)), out
 
 
 def softmax_init(model: SoftmaxAttention, D: int, w: float, rng: np.random.Generator) -> dict:
@@ -90,22 +92,24 @@ def softmax_init(model: SoftmaxAttention, D: int, w: float, rng: np.random.Gener
 
 
 def softmax_train(model: SoftmaxAttention, p: dict, X: np.ndarray, y: np.ndarray, *, lr: float,
-                  steps: int, record_every: int = 1, tick=None):
-    """Full-batch GD on L_1/2; returns (steps, plain-MSE losses, final params)."""
-    p = {k: np.array(v, dtype=float, copy=True) for k, v in p.items()}
+                  steps: int, record_every: int = 1, tick=None, xp=NUMPY):
+    """Full-batch GD on L_1/2 on the array backend ``xp``; returns (steps, plain-MSE losses,
+    final params as numpy arrays)."""
+    p = {k: xp.asarray(v) for k, v in p.items()}
+    X, y = xp.asarray(X), xp.asarray(y)
     cache = {}
 
     def step(_k: int) -> None:
-        _, g = cache.pop("grad", None) or model.loss_and_grad(p, X, y)
+        _, g = cache.pop("grad", None) or model.loss_and_grad(p, X, y, xp)
         for name in p:
             p[name] -= lr * g[name]
 
     def observe() -> dict:
-        cache["grad"] = model.loss_and_grad(p, X, y)
+        cache["grad"] = model.loss_and_grad(p, X, y, xp)
         return {"loss": cache["grad"][0]}
 
     trace = run_gd(step, observe, max_steps=steps, record_every=record_every, check_every=max(steps, 1),
                    tick=tick, what="softmax-attention gradient descent")
     if trace.stopped == "diverged":
         raise NumericalTrouble(f"softmax-attention GD diverged at step {trace.diverged_at} (lr={lr:g})")
-    return trace.steps, trace["loss"], p
+    return trace.steps, trace["loss"], {k: np.array(xp.to_numpy(v)) for k, v in p.items()}

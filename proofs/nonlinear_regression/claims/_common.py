@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Check, PlantedError, Plot, Series, lazy_module
 
 theory = lazy_module("proofs.nonlinear_regression.theory")
@@ -88,7 +89,7 @@ def measure_sweeps(s, run) -> dict:
             problem = runs.prompt_problem(s.task, s.K, s.d, s.N, s.noise, s.prompts,
                                           run.rng(10), run.rng(11))
         out[m] = runs.sweep(m, problem, s.Ls, getattr(s, f"eta_{m}"), getattr(s, f"steps_{m}"),
-                            getattr(s, f"thetas_{m}"), tick=run.tick)
+                            getattr(s, f"thetas_{m}"), tick=run.tick, xp=get_backend(s.backend))
     return out
 
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
 
 from ..settings import FinalAttentionSetting, OscillationSetting
@@ -133,6 +134,7 @@ class FinalAttention(Claim):
                  r"\text{after training (}\delta=0.05\text{); exact binomial tests on held-out "
                  r"prompts}")
     setting_type = FinalAttentionSetting
+    backends = ("numpy", "torch")  # model B's trainer (the `backend` key)
     predictions = {
         "delta": Prediction("δ: the attention gap and the exceptional probability",
                             kind="upper_bound", wrong=lambda v: [v / 100]),
@@ -170,7 +172,8 @@ class FinalAttention(Claim):
             return bool(tr["frac"][-1, 0] >= need)
 
         tr = runs.prompts.run_prompts(batch, s.L, s.eta, s.steps, stop=stop, check_every=10,
-                                      tick=run.tick, record_every="geometric", level=s.target)
+                                      tick=run.tick, record_every="geometric", level=s.target,
+                                      xp=get_backend(s.backend))
         test = runs.held_out(batch.V, s.test_prompts, s.N, s.noise, s.task, run.rng(14))
         att, loss = tr["attn"][:, 0], tr["loss"][:, 0]
         return {"alpha": runs.prompts.per_prompt_attention(test, tr.extra["Q"][0]),

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
 
 from ..settings import FastRateSetting, RescalingSetting, SweepSetting
@@ -42,6 +43,7 @@ class Rescaling(Claim):
     statement = (r"Q_t(\eta,L)=Q_t\big(\eta L^2/L'^2,\,L'\big)\ \forall t,\qquad "
                  r"\ell_L(Q)=\tfrac{L^2}{L'^2}\,\ell_{L'}(Q)\quad(f=L\,g,\ \hat y\text{ linear in }y)")
     setting_type = RescalingSetting
+    backends = ("numpy", "torch")  # model B's trainer (the `backend` key)
     predictions = {
         "eta_exponent": Prediction("exponent p of the equivalent step η' = η(L/L')^p (the "
                                    "gradient scales by (L/L')^p)", formula="p = 2"),
@@ -78,10 +80,12 @@ class Rescaling(Claim):
         else:
             batch = runs.prompt_problem(s.task, s.K, s.d, s.N, s.noise, s.prompts, run.rng(10),
                                         run.rng(11))
-            trs = [pr.run_prompts(batch, L, eta, s.steps, tick=run.tick, record_every="geometric")
+            xp = get_backend(s.backend)
+            trs = [pr.run_prompts(batch, L, eta, s.steps, tick=run.tick, record_every="geometric",
+                                  xp=xp)
                    for L, eta in ((s.L, s.eta), (s.L_prime, s.eta_prime))]
             key, W = "attn", [tr.extra["Q"] for tr in trs]
-            sims = [pr.PromptGD(batch, L, 1.0) for L in (s.L, s.L_prime)]
+            sims = [pr.PromptGD(batch, L, 1.0, xp=xp) for L in (s.L, s.L_prime)]
         out = {"W": W, "loss": [tr["loss"][:, 0] for tr in trs],
                "attn": [tr[key][:, 0] for tr in trs], "steps": trs[0].steps}
         if s.L != s.L_prime:
@@ -158,6 +162,7 @@ class LScaling(Claim):
                  r"\;\Rightarrow\;\frac{d\log T_\theta}{d\log L}=-2\pm0.1,\quad"
                  r"\theta\in\{0.5,0.9,0.99\},\ L\in[0.5,4]")
     setting_type = SweepSetting
+    backends = ("numpy", "torch")  # model B's trainer (the `backend` key)
     predictions = {"slope": Prediction("slope of log T_θ against log L at fixed η",
                                        formula=r"d\log T/d\log L=-2")}
     planted_errors = (

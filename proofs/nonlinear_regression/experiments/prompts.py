@@ -8,7 +8,9 @@ tokens :math:`x=v_k+\sigma\xi/\sqrt d` (feature :math:`k` uniform) and a query, 
     \frac{\partial\ell}{\partial Q}=\frac1M\sum_m(\hat y-y_q)\sum_ia_i(y_i-\hat y)\,x_ix_q^\top .
 
 Runs are vectorised over a leading axis (one label scale and step per run); the loop is
-:func:`icltheory.dynamics.run_gd`.
+:func:`icltheory.dynamics.run_gd`.  The GD kernel (:class:`PromptGD`) is written once against
+an array namespace ``xp`` (:mod:`icltheory.backends`): numpy by default, torch (float64, CUDA
+when present) for large prompt sets.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from icltheory.backends import NumpyBackend
 from icltheory.core import NumericalTrouble
 from icltheory.dynamics import Trace, run_gd
 
@@ -25,6 +28,8 @@ from .tasks import TASKS, unit_rows
 
 __all__ = ["PromptBatch", "same_feature_mask", "make_prompts", "attention", "scaled_labels", "PromptGD",
            "run_prompts", "first_step_attention_rate", "per_prompt_attention"]
+
+NUMPY = NumpyBackend()
 
 
 @dataclass
@@ -86,64 +91,76 @@ def scaled_labels(g: np.ndarray, L) -> np.ndarray:
 
 
 class PromptGD:
-    """State and step map of model B for ``R`` runs (label scales ``L``, steps ``eta``)."""
+    """State and step map of model B for ``R`` runs (label scales ``L``, steps ``eta``), on the
+    array namespace ``xp`` (the batch is converted once; :meth:`observe` returns numpy)."""
 
-    def __init__(self, batch: PromptBatch, L, eta, level: float | None = None):
+    def __init__(self, batch: PromptBatch, L, eta, level: float | None = None, xp=NUMPY):
         L = np.atleast_1d(np.asarray(L, dtype=float))
         self.b = batch
-        self.Y = scaled_labels(batch.g, L)     # (R, M, N)
-        self.yq = scaled_labels(batch.gq, L)   # (R, M)
+        self.xp = xp
+        self.X, self.xq, self.same = xp.asarray(batch.X), xp.asarray(batch.xq), xp.asarray(batch.same)
+        self.Y = xp.asarray(scaled_labels(batch.g, L))     # (R, M, N)
+        self.yq = xp.asarray(scaled_labels(batch.gq, L))   # (R, M)
         R = len(L)
         M, _, d = batch.X.shape
         self.M = M
-        self.eta = np.broadcast_to(np.asarray(eta, dtype=float), (R,)).copy()[:, None, None]
-        self.Q = np.zeros((R, d, d))
+        self.eta = xp.asarray(np.broadcast_to(np.asarray(eta, dtype=float), (R,))[:, None, None])
+        self.Q = xp.zeros((R, d, d))
         self.level = level
         self._refresh()
 
     def _refresh(self) -> None:
-        b = self.b
-        u = b.xq @ np.swapaxes(self.Q, 1, 2)                  # (R, M, d): Q x_q per prompt
-        s = np.matmul(b.X, u[..., None])[..., 0]              # (R, M, N): scores x_iᵀ Q x_q
-        self.a = attention(s)
-        self.yhat = np.einsum("rmn,rmn->rm", self.a, self.Y)
+        xp = self.xp
+        u = self.xq @ xp.swapaxes(self.Q, 1, 2)               # (R, M, d): Q x_q per prompt
+        s = (self.X @ u[..., None])[..., 0]                   # (R, M, N): scores x_iᵀ Q x_q
+        self.a = xp.softmax(s, axis=-1)
+        self.yhat = xp.einsum("rmn,rmn->rm", self.a, self.Y)
         self.err = self.yhat - self.yq
-        self.pa = np.einsum("rmn,mn->rm", self.a, b.same)     # same-feature attention
+        self.pa = xp.einsum("rmn,mn->rm", self.a, self.same)  # same-feature attention
 
-    def gradient(self) -> np.ndarray:
+    def gradient(self):
         """∂ℓ/∂Q at the current weights (one per run)."""
         coef = (self.err / self.M)[..., None] * self.a * (self.Y - self.yhat[..., None])
-        Z = np.matmul(coef[..., None, :], self.b.X)[..., 0, :]  # (R, M, d)
-        return np.swapaxes(Z, 1, 2) @ self.b.xq                 # (R, d, d)
+        Z = (coef[..., None, :] @ self.X)[..., 0, :]          # (R, M, d)
+        return self.xp.swapaxes(Z, 1, 2) @ self.xq             # (R, d, d)
 
     def set_weights(self, Q: np.ndarray) -> None:
-        self.Q = np.array(np.broadcast_to(Q, self.Q.shape), dtype=float)
+        R, d, _ = self.Q.shape
+        self.Q = self.xp.asarray(np.broadcast_to(np.asarray(Q, dtype=float), (R, d, d)))
         self._refresh()
 
     def step(self, k: int) -> None:
         self.Q -= self.eta * self.gradient()
         self._refresh()
 
+    def weights(self) -> np.ndarray:
+        """The current Q of every run, on the host."""
+        return np.array(self.xp.to_numpy(self.Q))
+
     def observe(self) -> dict:
-        out = {"attn": self.pa.mean(axis=-1), "attn_min": self.pa.min(axis=-1),
-               "loss": 0.5 * np.mean(self.err * self.err, axis=-1)}
-        if self.level is not None:  # the fraction of prompts attending ≥ level
-            out["frac"] = np.mean(self.pa >= self.level, axis=-1)
+        xp = self.xp
+        out = {"attn": xp.mean(self.pa, axis=-1), "attn_min": xp.amin(self.pa, axis=-1),
+               "loss": 0.5 * xp.mean(self.err * self.err, axis=-1)}
+        out = {k: np.array(xp.to_numpy(v)) for k, v in out.items()}
+        if self.level is not None:  # the fraction of prompts attending ≥ level (on the host)
+            out["frac"] = np.mean(xp.to_numpy(self.pa) >= self.level, axis=-1)
         return out
 
 
 def run_prompts(batch: PromptBatch, L, eta, max_steps: int, *, stop=None, check_every: int = 20,
-                tick=None, record_every: int | str = 1, level: float | None = None) -> Trace:
+                tick=None, record_every: int | str = 1, level: float | None = None,
+                xp=NUMPY) -> Trace:
     """Full-batch GD on Q from 0 for each (L, η) run; ``stop(trace)`` may end it earlier
-    (``level``: also record the fraction of prompts attending ≥ level).  Non-finite numbers
-    raise :class:`NumericalTrouble`; the final ``Q`` is in ``extra``."""
-    sim = PromptGD(batch, L, eta, level)
+    (``level``: also record the fraction of prompts attending ≥ level; ``xp``: the array
+    backend).  Non-finite numbers raise :class:`NumericalTrouble`; the final ``Q`` is in
+    ``extra``."""
+    sim = PromptGD(batch, L, eta, level, xp=xp)
     tr = run_gd(sim.step, sim.observe, max_steps=max_steps, record_every=record_every,
                 per_decade=2000, stop=stop, check_every=check_every, blowup_key=None, tick=tick,
                 what="full-batch gradient descent on prompts (model B)")
-    if tr.stopped == "diverged" or not np.all(np.isfinite(sim.Q)):
+    if tr.stopped == "diverged" or not xp.all_finite(sim.Q):
         raise NumericalTrouble(f"model B produced non-finite numbers by step {tr.n_steps}")
-    tr.extra["Q"] = sim.Q
+    tr.extra["Q"] = sim.weights()
     return tr
 
 

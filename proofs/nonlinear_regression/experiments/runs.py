@@ -56,7 +56,7 @@ def sweep_caps(Ls, steps: int) -> list[int]:
     return [int(np.ceil(steps * Lmin / float(L))) + 50 for L in Ls]
 
 
-def sweep(model: str, problem, Ls, eta: float, steps: int, thetas, tick=None) -> dict:
+def sweep(model: str, problem, Ls, eta: float, steps: int, thetas, tick=None, xp=None) -> dict:
     """The crossing time of each θ per L (``nan`` when not reached) of the mean same-feature
     attention at one η.  Model A runs every L in one batch until all have reached max(θ) or
     ``steps``; model B runs one L at a time (caps from :func:`sweep_caps`), each until it has
@@ -73,7 +73,7 @@ def sweep(model: str, problem, Ls, eta: float, steps: int, thetas, tick=None) ->
                                          stop=stop, tick=tick)]
     else:
         trs = [prompts.run_prompts(problem, [L], eta, cap, stop=stop, check_every=20, tick=tick,
-                                   record_every="geometric")
+                                   record_every="geometric", xp=xp or prompts.NUMPY)
                for L, cap in zip(Ls, sweep_caps(Ls, steps))]
     T, curves, rise = [], [], None
     for tr in trs:
@@ -143,6 +143,12 @@ def settle_run(C: np.ndarray, G: np.ndarray, L: float, eta: float, steps: int, t
             "close_curve": curve(t, rows[:, 0]), "far_curve": curve(t, rows[:, 2])}
 
 
+def _host(sim, a) -> np.ndarray:
+    """A simulator's array on the host (model B may run on another backend)."""
+    xp = getattr(sim, "xp", None)
+    return np.asarray(a) if xp is None else xp.to_numpy(a)
+
+
 def gradient_exponent(sim_L, sim_Lp, weights, L: float, Lp: float) -> float:
     """log(‖∇ℓ_L‖/‖∇ℓ_L'‖)/log(L/L') at each of ``weights`` (the largest deviation from the
     first), from two simulators that differ only in their label scale."""
@@ -150,8 +156,7 @@ def gradient_exponent(sim_L, sim_Lp, weights, L: float, Lp: float) -> float:
     for W in weights:
         for sim in (sim_L, sim_Lp):
             (sim.set_logits if hasattr(sim, "set_logits") else sim.set_weights)(W)
-        g1 = float(np.linalg.norm(sim_L.gradient()))
-        g2 = float(np.linalg.norm(sim_Lp.gradient()))
+        g1, g2 = (float(np.linalg.norm(_host(sim, sim.gradient()))) for sim in (sim_L, sim_Lp))
         vals.append(np.log(g1 / g2) / np.log(L / Lp))
     vals = np.asarray(vals)
     return float(vals[np.argmax(np.abs(vals - vals[0]))])
