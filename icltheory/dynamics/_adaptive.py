@@ -36,6 +36,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..core._threads import one_blas_thread
+
 __all__ = ["AdaptiveSolution", "SolverWork", "integrate_adaptive", "adaptive_work", "STEP_OVERHEAD"]
 
 #: flop-equivalents of one Python-level call into the solver's step (interpreter overhead of
@@ -46,19 +48,6 @@ CALL_OVERHEAD = 2e4
 #: an LU factorisation (LAPACK, blocked, one thread) runs ≈ 20× the flop rate the budgets
 #: assume for numpy-level work, so its ⅔n³ flops count for this fraction
 LU_EFFICIENCY = 0.05
-
-
-def _one_blas_thread():
-    """A context limiting BLAS to one thread: the solver's LU factorisations are small, and on a
-    shared machine a multi-threaded BLAS spends more time waiting than computing (≈ 10× slower
-    for n ≈ 150 under load); one thread also keeps the rounding — hence the bytes — fixed."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a declared dependency
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float) -> float:
@@ -294,7 +283,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
 
     def advance(until: float, stop_fn) -> str:
         stopped = "t_max"
-        with np.errstate(under="ignore"), _one_blas_thread():
+        with np.errstate(under="ignore"), one_blas_thread():
             while solver.status == "running" and solver.t < until:
                 t_old = solver.t
                 msg = solver.step()
