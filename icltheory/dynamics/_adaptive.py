@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -279,7 +279,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
         work.flops = (work.steps * STEP_OVERHEAD + work.nfev * (fun_cost + CALL_OVERHEAD)
                       + work.njev * (jac_cost + CALL_OVERHEAD) + work.nlu * lu_cost)
 
-    state = {"i_rec": i_rec, "g_prev": g0}
+    state: dict[str, Any] = {"i_rec": i_rec, "g_prev": g0}
 
     def advance(until: float, stop_fn) -> str:
         stopped = "t_max"

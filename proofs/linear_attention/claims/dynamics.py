@@ -394,11 +394,16 @@ class SaddleToSaddle(Claim):
 
 
 class RankPlateaus(Claim):
-    r"""Measured per rank and seed, on population GD from the Fig. 4 initialisation: the
-    *learning stages* (each learned direction is owned by the head with the largest
-    $|v_i\sum_rK_{ird}Q_{ird}|$; a stage is one head's escape), the order of the stages, and the
-    plateaus the blind detector finds, which must sit at saddles $\mathcal M_m$ with $m$ a
-    multiple of R (or every learnable direction)."""
+    r"""Measured per rank and seed, on the population gradient flow from the Fig. 4
+    initialisation (adaptive BDF; ``integrator=gd`` for GD): the learning times (events), and
+    between consecutive learning times whether the loss shows a *clear* plateau (descent rate
+    in ln t below a tenth of both drops' for ≥ 2 drop widths and ≥ 0.1 in ln t, drops ≥ 3% of
+    the loss range).  Judged: no seed shows a clear plateau inside a stage (at m not a multiple
+    of R) — unless a follower direction is estimated to lag its head's leader that long
+    (eigenvalues sharing a head far apart: inconclusive, outside the rank-R picture) — and over
+    the seeds the clear plateaus are exactly M_0, M_R, M_2R, … (those the theory expects to be
+    resolvable: not next to a sub-resolution drop, not between near-tied escape times); the
+    heads that learned each direction are reported (``stages``)."""
 
     id = "linattn.separate.rank"
     title = "Rank-R heads: directions are learned R at a time, so clear plateaus appear only at m ∈ {0, R, 2R, …}"
