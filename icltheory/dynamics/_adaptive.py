@@ -50,12 +50,14 @@ CALL_OVERHEAD = 2e4
 LU_EFFICIENCY = 0.05
 
 
-def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float) -> float:
+def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float, lu_flops: float | None = None) -> float:
     """A priori work (flop-equivalents) of ``steps`` accepted steps of an implicit solver on n
     states, counted as :func:`integrate_adaptive` counts it, with the ratios BDF shows on
-    gradient flows: ≈ 3 right-hand sides per step, an LU every 5 steps, a Jacobian every 50."""
+    gradient flows: ≈ 3 right-hand sides per step, a factorisation every 5 steps (``lu_flops``
+    each, default a dense LU ⅔n³), a Jacobian every 50."""
+    lu = (2.0 / 3.0) * n**3 if lu_flops is None else lu_flops
     return steps * (STEP_OVERHEAD + 3.0 * (fun_cost + CALL_OVERHEAD)
-                    + (jac_cost + CALL_OVERHEAD) / 50.0 + LU_EFFICIENCY * (2.0 / 3.0) * n**3 / 5.0)
+                    + (jac_cost + CALL_OVERHEAD) / 50.0 + LU_EFFICIENCY * lu / 5.0)
 
 
 @dataclass

@@ -84,15 +84,21 @@ def _simulator_ok(ctx, s, ra, label: str = "simulator (a)") -> tuple[bool, bool]
 
 
 def _flow_steps(s, n_learn: int) -> float:
-    """Expected accepted steps of one adaptive row: ≈ 60 per decade of time per plateau crossed
-    (n_learn drops and the settling), a generous fit to the measured runs (benchmarks/bench_adaptive.py)."""
-    return 60.0 * (n_learn + 1) * max(math.log10(s.steps), 1.0) * max(1.0, math.log10(1e-6 / s.rtol) + 1.0)
+    """Expected accepted steps of one adaptive row: ≈ 25 per decade of the horizon (in GD steps)
+    per plateau crossed (n_learn drops and the settling), × (1 + ½ log10(1e-6/rtol)) — a fit with
+    margin to the measured runs (benchmarks/bench_adaptive.py: 440–1550 steps per row at the
+    figures' settings, 3100 at D = 16)."""
+    return 25.0 * (n_learn + 1) * max(math.log10(s.steps), 1.0) * max(1.0, 1.0 + 0.5 * math.log10(1e-6 / s.rtol))
 
 
 def _flow_row_work(s, R: int, n_learn: int) -> float:
-    """Work of one adaptive population row (n = H + 2HRD states, analytic Jacobian)."""
+    """Work of one adaptive population row (n = H + 2HRD states, analytic Jacobian; rows above
+    the flows' Woodbury size are factorised by heads' blocks plus the rank-D² coupling)."""
     n = s.H + 2 * s.H * R * s.D
-    return adaptive_work(n, _flow_steps(s, n_learn), 6.0 * s.H * R * s.D**2, 2.0 * n * n * s.D**2)
+    m, k = 1 + 2 * R * s.D, s.D**2
+    lu = (2.0 * s.H * m**3 + 2.0 * n * m * k + 2.0 * n * k * k + 2.0 * k**3
+          if n > ex.flows._WOODBURY_STATES else None)
+    return adaptive_work(n, _flow_steps(s, n_learn), 6.0 * s.H * R * s.D**2, 0.1 * n * n * s.D**2 + 4.0 * n * n, lu)
 
 
 #: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop)
@@ -444,6 +450,11 @@ class RankPlateaus(Claim):
 
     def estimate(self, s) -> Cost:
         rows = len(s.ranks) * s.seeds
+        if s.integrator == "flow":
+            work = s.seeds * sum(_flow_row_work(s, R, min(s.D, s.H * R)) for R in s.ranks)
+            n = s.H + 2 * s.H * max(s.ranks) * s.D
+            return Cost(work=work, memory=8.0 * (rows * s.D**2 * 4000 + 4 * n * n),
+                        what=f"adaptive flow × {rows} runs")
         return Cost(work=steps_work(s.steps, 2 * rows * s.H * max(s.ranks) * s.D**2),
                     memory=8.0 * rows * s.D**2 * 4000, what=f"≤ {s.steps} GD steps × {rows} runs")
 
