@@ -119,6 +119,5 @@ def test_path_finder():
 def test_sources_cite_papers_not_local_paths():
     offending = {c.id: _paths(c.source) for c in all_claims()}
     offending = {k: v for k, v in offending.items() if v}
-    if offending:  # the paper packages own these strings: listed for the lead to chase
-        pytest.xfail("claim sources citing local paths: " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in sorted(offending.items())))
+    assert not offending, "claim sources citing local paths: " + "; ".join(
+        f"{k}: {', '.join(v)}" for k, v in sorted(offending.items()))

@@ -6,16 +6,21 @@ prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mo
 * :mod:`.structure` — ATTN_S: the 2^D fixed points;
 * :mod:`.dynamics`  — ATTN_S: saddle-to-saddle (Fig. 3), rank-R heads (Fig. 4);
 * :mod:`.scalar`    — the one-head plateau ODE, the initialisation-scale laws;
+* :mod:`.init`      — the init-scale claim with its large-init (no-plateau) regime;
+* :mod:`.drop_times` — ATTN_S: each seed's first drop time from its initial weights (beyond the paper);
 * :mod:`.softmax`   — softmax attention (qualitative);
 * :mod:`._common`, :mod:`._planted` — shared judgements and the planted errors several claims use.
 """
 
+from .drop_times import DropTimes
 from .dynamics import RankPlateaus, SaddleToSaddle
+from .init import InitScaleWithLazy
 from .equivalence import MergedEquivalence, SeparateEquivalence
 from .merged import MergedFixedPoints, MergedSigmoid
-from .scalar import InitScale, ScalarOde
+from .scalar import ScalarOde
 from .softmax import SoftmaxDrops
 from .structure import SeparateFixedPoints
 
 CLAIMS = (MergedEquivalence(), MergedFixedPoints(), MergedSigmoid(), SeparateEquivalence(),
-          SeparateFixedPoints(), SaddleToSaddle(), ScalarOde(), RankPlateaus(), InitScale(), SoftmaxDrops())
+          SeparateFixedPoints(), SaddleToSaddle(), ScalarOde(), RankPlateaus(), InitScaleWithLazy(),
+          SoftmaxDrops(), DropTimes())

@@ -14,7 +14,7 @@ rules = lazy_module("proofs.nonlinear_regression.rules")
 dynamics = lazy_module("icltheory.dynamics")
 
 ARXIV = "arXiv 2507.20443 (Li, Duan, Liang; ICLR 2026 submission)"
-SUMMARY = "blog summary of arXiv 2507.20443 (shared/seeds/002_657d0294dad76b76.txt)"
+SUMMARY = "a third-party blog summary (in Chinese) of arXiv 2507.20443, \"可证明ICL非线性回归学习\""
 PKG = "proofs.nonlinear_regression"
 
 #: fewer GD steps than this cannot resolve a rate (GD is far from its flow)

@@ -1,0 +1,63 @@
+r"""Each seed's drop times of ATTN_S, measured by training (numpy only; no theory).
+
+From a seed's relevant initial weights (value label→label entry $v_i$, key and query input
+rows $k_i, q_i$; every other weight zero, as in the paper-era code):
+
+* **finite-sample run** — full-batch GD of the whole model (quadratic-feature form, exact for
+  every weight that reaches $\hat y_q$) on $P$ sampled sequences;
+* **population run** — GD on the exact population loss of the relevant block (the same
+  iterates without sampling error), the reference that separates sampling from modelling.
+
+A direction is learned when $M_{dd}$ reaches half its learned value (the population
+minimiser, by a linear solve); the m-th drop is the m-th direction learned.  The sampling
+spread of the growth rate of direction d is read from the data: the relative standard error
+of the sample mean of $y_q\beta_dx_{q,d}$ (whose population mean is the direction's growth
+rate $\lambda_d^2$).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._data import beta_and_query, sample_sequences
+from ._models import empirical_moments
+from ._training import finite_sample_separate, learned_fractions, learning_times, separate_population_gd
+
+__all__ = ["embed_heads", "growth_rate_spread", "train_drop_times"]
+
+
+def embed_heads(heads: dict, D: int) -> tuple[dict, dict]:
+    """(relevant-block params, whole-model params) of rank-1 heads ``heads`` = {v (S,H), K, Q (S,H,D)}."""
+    v, K, Q = (np.asarray(heads[k], float) for k in ("v", "K", "Q"))
+    S, H = v.shape
+    rel = {"r": v[:, :, None].copy(), "K": K[:, :, None, :].copy(), "Q": Q[:, :, None, :].copy()}
+    r = np.zeros((S, H, D + 1))
+    r[:, :, D] = v
+    Kf = np.zeros((S, H, 1, D + 1))
+    Kf[:, :, 0, :D] = K
+    return rel, {"r": r, "K": Kf, "Q": Q[:, :, None, :].copy()}
+
+
+def growth_rate_spread(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per direction: relative standard error of the sample mean of y_q β_d x_q,d."""
+    beta, xq = beta_and_query(X, X.shape[2] - 1)
+    z = y[:, None] * beta * xq
+    return z.std(axis=0, ddof=1) / (np.sqrt(z.shape[0]) * np.abs(z.mean(axis=0)))
+
+
+def train_drop_times(lam, N: int, P: int, heads: dict, *, lr: float, steps: int, rng: np.random.Generator,
+                     tick=None) -> dict:
+    """Both runs from ``heads``; per row the directions' learning times (τ; nan if not learned)."""
+    lam = np.asarray(lam, float)
+    D = lam.size
+    rel, full = embed_heads(heads, D)
+    X, y = sample_sequences(P, N, np.diag(lam), rng)
+    spread = growth_rate_spread(X, y)
+    mom = empirical_moments(X, y, tick=tick)
+    del X, y
+    fs = finite_sample_separate(mom, full, lam, N, H=rel["r"].shape[1], lr=lr, steps=steps, tick=tick)
+    t_fs = learning_times(fs.t, learned_fractions(fs.M, lam, N))
+    pop = separate_population_gd(lam, N, rel, lr=lr, steps=steps, tick=tick)
+    t_pop = learning_times(pop.t, learned_fractions(pop.M, lam, N))
+    return {"fs_times": t_fs, "pop_times": t_pop, "spread": spread, "horizon": steps * lr,
+            "fs_t": fs.t, "fs_loss": fs.train_loss, "pop_t": pop.t, "pop_loss": pop.loss}

@@ -1,0 +1,171 @@
+"""Linear attention, initialisation claims of issue 12: the large-init regime of
+``linattn.init-scale`` and ``linattn.separate.drop-times`` — independent recomputations of the
+theory's numbers, the experiments' readings on known inputs, and the claims' verdicts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.optimize import minimize_scalar
+
+from icltheory.core import get_claim, judge_claim, measure_claim, run_check
+from proofs.linear_attention import theory
+from proofs.linear_attention.experiments import _drop_times as dtx
+from proofs.linear_attention.experiments import _init_regimes as regimes
+from proofs.linear_attention.settings_init import DropTimesSetting, LazyInitScaleSetting, initial_heads
+from proofs.linear_attention.theory import _drop_times as dtt
+from proofs.linear_attention.theory import _init_scale as lazy
+
+LAM, N = (0.4, 0.3, 0.2, 0.1), 31
+
+
+def _run(cid, setting=None, predict=None, profile="quick"):
+    c = get_claim(cid)
+    return run_check(c, c.setting(setting or {}), profile=profile, predict=predict or {})
+
+
+def _c(lam):
+    lam = np.asarray(lam, float)
+    return 1 + (1 + lam.sum() / lam) / N
+
+
+# ----------------------------------------------------------------------------- large-init theory
+
+
+def test_no_plateau_threshold_is_the_peak_of_the_decrease_rate():
+    """u_c maximises u⁴(1 − u³)² (numerical maximisation), and v_c = u_c (λc)^(-1/3)."""
+    res = minimize_scalar(lambda u: -(u**4) * (1 - u**3) ** 2, bounds=(0.01, 0.99), method="bounded",
+                          options={"xatol": 1e-12})
+    # an argmax is located to ~√ε (the function is flat there): 1e-6 relative
+    assert res.x**3 == pytest.approx(0.4, rel=1e-6)
+    k = lazy.lazy_constants(LAM, N)
+    want = res.x / np.cbrt(np.asarray(LAM) * _c(LAM))
+    assert np.allclose(k["lazy_thresholds"], want, rtol=1e-6)
+    assert k["lazy_threshold"] == pytest.approx(max(want), rel=1e-6)
+
+
+def test_decay_rate_matches_the_integrated_scalar_ode():
+    """Integrate τv̇ = λ²v² − λ³cv⁵ from above the threshold; ln ℓ falls at 6λ^(5/3)c^(-1/3)."""
+    k = lazy.lazy_constants(LAM, N)
+    for lam, c, rho in zip(LAM, _c(LAM), k["lazy_rates"]):
+        vstar = (lam * c) ** (-1 / 3)
+        sol = solve_ivp(lambda t, v, a, b: a**2 * v**2 - a**3 * b * v**5, (0, 40 / rho), [0.9 * vstar], args=(lam, c),
+                        method="DOP853", rtol=1e-12, atol=1e-15, dense_output=True)
+        t = np.linspace(25 / rho, 35 / rho, 50)
+        ell = (1 - (sol.sol(t)[0] / vstar) ** 3) ** 2
+        assert -np.polyfit(t, np.log(ell), 1)[0] == pytest.approx(rho, rel=1e-5)
+    assert k["lazy_rate"] == pytest.approx(min(k["lazy_rates"]))
+
+
+def test_lazy_derivation_verifies_and_a_wrong_root_is_refuted(monkeypatch):
+    from icltheory.core import CheckContext, clear_caches
+
+    ctx = CheckContext(predicted={}, profile="quick", seed=0)
+    ctx.verify_derivation(lazy.lazy_regime().derivation)
+    assert ctx.checks[-1].passed
+    monkeypatch.setattr(lazy, "U_CRIT_CUBED", lazy.U_CRIT_CUBED / 2)
+    clear_caches()
+    try:
+        ctx = CheckContext(predicted={}, profile="quick", seed=0)
+        ctx.verify_derivation(lazy.lazy_regime().derivation)
+        assert ctx.checks[-1].passed is False
+    finally:
+        monkeypatch.undo()
+        clear_caches()
+
+
+# ----------------------------------------------------------------------------- large-init readings
+
+
+def test_accelerates_and_rate_fit_on_known_curves():
+    t = np.linspace(0, 50, 5001)
+    decay = np.exp(-0.3 * t)
+    sigmoid = 1 / (1 + np.exp(t - 20))
+    ell = np.stack([decay, sigmoid], axis=-1)[None]
+    acc, ratio = regimes.accelerates(ell, 1e-15)
+    assert acc.tolist() == [[False, True]] and ratio[0, 1] > 10
+    rate, spread, n = regimes.fit_decay_rate(t, decay, 1e-6, 1e-2)
+    assert rate == pytest.approx(0.3, rel=1e-10) and spread < 1e-10 and n > 100
+
+
+def test_aligned_init_is_balanced_on_the_diagonal():
+    p = regimes.aligned_init(3, [0.5, 2.0], 0.0, np.random.default_rng(0))
+    M = np.einsum("sh,shd,she->sde", p["r"][..., 0], p["K"][:, :, 0], p["Q"][:, :, 0])
+    assert np.allclose(M[0], 0.125 * np.eye(3)) and np.allclose(M[1], 8 * np.eye(3))
+
+
+def test_lazy_grid_brackets_the_thresholds_at_defaults():
+    s = LazyInitScaleSetting.parse({"profile": "quick"})
+    k = lazy.lazy_constants(s.lambdas, s.N)
+    assert s.lazy_scales[0] < min(k["lazy_thresholds"]) and k["lazy_threshold"] < s.lazy_scales[-1]
+
+
+# ----------------------------------------------------------------------------- drop-times theory
+
+
+def test_one_balanced_head_reproduces_the_closed_form_transit():
+    """One head balanced on e_1 (others zero): the per-head ODE's first drop is the scalar ODE's
+    closed-form time from u0 to u = 2^(-1/3) (M_11 = half its learned value)."""
+    p = theory.paper()
+    lam, c = LAM[0], float(p.c(LAM, N)[0])
+    v0 = 0.05
+    heads = {"v": np.array([[v0, 0.0]]), "K": np.zeros((1, 2, 4)), "Q": np.zeros((1, 2, 4))}
+    heads["K"][0, 0, 0] = heads["Q"][0, 0, 0] = v0
+    t = dtt.drop_times(LAM, N, heads, 2e3)[0]
+    u0 = v0 / p.v_star(lam, c)
+    assert t[0] == pytest.approx(p.transit_time(lam, c, u0, 2 ** (-1 / 3)), rel=1e-7)
+    assert len(t) == 1  # the other directions have no head with an overlap
+
+
+def test_drop_times_are_increasing_and_the_first_is_stable_under_the_horizon():
+    h = initial_heads(3, 2, 5, 4, 0.0314)
+    a = dtt.drop_times(LAM, N, h, 2e4)
+    b = dtt.drop_times(LAM, N, h, 1e3)
+    for ra, rb in zip(a, b):
+        assert all(x < y for x, y in zip(ra, ra[1:]))
+        assert rb[0] == pytest.approx(ra[0], rel=1e-9)
+
+
+def test_initial_heads_are_deterministic_and_shaped():
+    a, b = initial_heads(5, 3, 4, 2, 0.1), initial_heads(5, 3, 4, 2, 0.1)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert a["v"].shape == (3, 4) and a["K"].shape == (3, 4, 2)
+    assert not np.array_equal(a["v"], initial_heads(6, 3, 4, 2, 0.1)["v"])
+
+
+def test_embedding_puts_the_heads_in_the_relevant_block():
+    h = initial_heads(1, 2, 3, 4, 0.1)
+    rel, full = dtx.embed_heads(h, 4)
+    assert np.array_equal(full["r"][..., 4], h["v"]) and not full["r"][..., :4].any()
+    assert np.array_equal(full["K"][:, :, 0, :4], h["K"]) and not full["K"][..., 4].any()
+    assert np.array_equal(rel["Q"][:, :, 0], h["Q"])
+
+
+# ----------------------------------------------------------------------------- the claims
+
+
+def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
+    c = get_claim("linattn.separate.drop-times")
+    s = DropTimesSetting.parse({"profile": "quick"})
+    m = measure_claim(c, s)
+    v = judge_claim(c, s, m)
+    assert v.verdict == "holds", v.summary()
+    wrong = [1.15 * x for x in c.constants(s)["first_drop_times"]]
+    assert judge_claim(c, s, m, predict={"first_drop_times": wrong}).verdict == "fails"
+
+
+def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():
+    v = _run("linattn.separate.drop-times", {"steps": 200})
+    assert v.verdict == "inconclusive" and any("horizon" in r for r in v.reasons), v.summary()
+    v = _run("linattn.separate.drop-times", {"P": 2000})
+    assert v.verdict == "inconclusive" and any("raise P" in r for r in v.reasons), v.summary()
+
+
+def test_init_scale_wrong_lazy_rate_fails():
+    k = get_claim("linattn.init-scale").constants(LazyInitScaleSetting.parse({"profile": "quick"}))
+    v = _run("linattn.init-scale", predict={"lazy_rate": repr(1.1 * k["lazy_rate"])})
+    assert v.verdict == "fails", v.summary()
+    assert math.isfinite(k["lazy_threshold"])
