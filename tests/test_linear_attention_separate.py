@@ -326,9 +326,12 @@ def test_rank_structure_and_control():
     assert _run("linattn.separate.rank", {"R": 4}, {"stage_size": "8"}).verdict == "fails"
     # fewer, larger stages (heads escaping together) cannot refute the claim: undecided
     assert _run("linattn.separate.rank", {"R": 4}, {"n_plateaus": "8"}).verdict == "inconclusive"
+    # eigenvalues 4:2:1 in one head: its followers lag the leader visibly (a clear plateau inside
+    # the stage, as long as the lag estimate says): outside the rank-R picture, not a refutation
     v = _run("linattn.separate.rank", {"lambdas": "1,0.5,0.25", "N": 12, "min_rank": 1})
-    assert v.verdict == "holds", v.reasons
-    assert v.measured["n_plateaus"] == [[3], [2], [1]]
+    assert v.verdict == "inconclusive", v.reasons
+    assert any("lag its head's leader" in r for r in v.reasons), v.reasons
+    assert v.measured["n_plateaus"][0] == [3]
 
 
 def test_init_scale_and_controls():

@@ -15,3 +15,9 @@ from ._scaling import slope_allowance as slope_allowance
 from ._scaling import threshold_times as threshold_times
 from ._plateaus import slowest_point as slowest_point
 from ._plateaus import slowest_point_level as slowest_point_level
+from ._adaptive import AdaptiveSolution as AdaptiveSolution
+from ._adaptive import SolverWork as SolverWork
+from ._adaptive import integrate_adaptive as integrate_adaptive
+from ._adaptive import adaptive_work as adaptive_work
+from ._plateaus import EventPlateau as EventPlateau
+from ._plateaus import plateaus_between_events as plateaus_between_events

@@ -272,12 +272,26 @@ class _HeadsSetting(_SeparateBase):
                                  "κ = 9λ^{5/3}c^{-1/3} the curvature at the top learned direction)")
 
     def _resolve(self) -> None:
+        explicit_gd = self.lr is not None or getattr(self, "steps", None) is not None
         super()._resolve()
         eta, w = code_to_paper(self.N, self.code_lr, self.code_init, 3)
         if self.lr is None:
             self._set("lr", min(eta, 1.5 / self.kappa_max()))
         if self.w_init is None:
             self._set("w_init", w)
+        if getattr(self, "integrator", None) == "auto":
+            self._set("integrator", "gd" if explicit_gd else "flow")
+
+
+#: the population simulator: "flow" integrates the gradient flow adaptively (BDF, analytic
+#: Jacobian; tolerance ``rtol``), "gd" runs GD at step ``lr`` for at most ``steps`` steps; "auto"
+#: is "gd" when ``lr`` or ``steps`` is given (a claim about GD at that step) and "flow" otherwise
+_INTEGRATOR = dict(doc="population simulator: flow (adaptive BDF through the plateaus, tolerance rtol; the "
+                       "horizon is steps × lr) | gd (GD at step lr, at most steps steps) | auto (gd when lr or "
+                       "steps is given, else flow)")
+#: the flow's relative tolerance per profile (atol = 1e-3 × rtol × the rms initial weight)
+_RTOL = dict(min=1e-13, max=1e-3, by_profile=(1e-6, 1e-7, 1e-9),
+             doc="relative tolerance of the adaptive flow (atol = 1e-3·rtol × the rms initial weight)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +308,11 @@ class SeparateSetting(_HeadsSetting):
                                doc="seeds also trained by the finite-sample simulator (b) (0: skip it)")
     P: int | None = Int(None, min=100, max=10**6, by_profile=(20_000, 80_000, 80_000),
                         doc="training sequences of simulator (b)")
+    code_init: float | None = Float(None, min=1e-100, max=1e3, by_profile=(0.01, 0.01, 0.01),
+                                    doc="the reference code's --init (Fig. 3: 0.01; the adaptive flow's cost grows "
+                                        "only like ln(1/init), so every profile uses the figure's)")
+    integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)
+    rtol: float | None = Float(None, **_RTOL)
     backend: str = Choice("numpy", BACKEND_NAMES, doc="backend of simulator (b): its moments over the P sequences "
                                                       "and its GD (torch: float64, CUDA when present)")
 
@@ -325,10 +344,14 @@ class RankSetting(_HeadsSetting):
     seeds: int | None = Int(None, min=1, max=16, by_profile=(1, 2, 2), doc="random initialisations per rank")
     steps: int | None = Int(None, min=1, max=STEPS_MAX,
                             doc="most GD steps (default: 2 × the theory horizon of the smallest rank)")
-    code_init: float | None = Float(None, min=1e-100, max=1e3, by_profile=(0.01, _CODE_INIT_FIG4, _CODE_INIT_FIG4),
-                                    doc="the reference code's --init (Fig. 4: 5e-3; quick: 2× shorter plateaus)")
+    code_init: float | None = Float(None, min=1e-100, max=1e3,
+                                    by_profile=(_CODE_INIT_FIG4, _CODE_INIT_FIG4, _CODE_INIT_FIG4),
+                                    doc="the reference code's --init (Fig. 4: 5e-3, at every profile: the adaptive "
+                                        "flow's cost grows only like ln(1/init))")
     code_lr: float | None = Float(None, min=1e-300, max=1e300, by_profile=(0.1, 0.1, 0.1),
                                   doc="the reference code's --lr (5× the figure's 0.02: the same flow, 5× fewer steps)")
+    integrator: str = Choice("auto", ("auto", "flow", "gd"), **_INTEGRATOR)
+    rtol: float | None = Float(None, **_RTOL)
 
     def _resolve(self) -> None:
         super()._resolve()

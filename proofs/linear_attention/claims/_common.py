@@ -51,7 +51,7 @@ def same_eigenvalues(lam, A, B) -> bool:
 
 
 def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
-                pairs=None) -> None:
+                pairs=None, sim: str = "") -> None:
     """Judge a learning order against ``predicted_order`` (key ``drop_order``).
 
     A pair (a before b predicted) is violated when b was learned first.  Exactly tied
@@ -88,12 +88,12 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                   measured=learned,
                   why="a direction predicted later must not be learned first (learned: fraction of its "
                       "learned value ≥ ½); a violation whose order follows the init when the two "
-                      "directions' init is swapped is a near-tie, not a violation",
+                      "directions' init is swapped is a near-tie, not a violation" + sim,
                   detail=(f"violations (predicted earlier, learned later): {bad}" if bad else
                           f"near-ties decided by the init: {ties}" if ties else ""))
 
 
-def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops) -> None:
+def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops, *, sim: str = "") -> None:
     """Judge the saddles a run visited (plateaus at L(M_m), key ``plateau_losses``).
 
     A visit is attributable when the trajectory came within half the smallest drop of its
@@ -126,7 +126,7 @@ def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam
                       "sides are float64 evaluations of exact expressions (rounding ~1e-15)")
     ctx.condition(f"{label}: plateaus visited in order M_0 → M_1 → …", all(b >= a for a, b in zip(sizes, sizes[1:])),
                   predicted="non-decreasing m", measured=sizes,
-                  why="saddle-to-saddle: a later plateau never sits at an earlier fixed point")
+                  why="saddle-to-saddle: a later plateau never sits at an earlier fixed point" + sim)
 
 
 def judge_path_levels(ctx, label: str, times, saddle_losses, predicted_levels, predicted_order, lam) -> None:

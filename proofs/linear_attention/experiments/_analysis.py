@@ -8,6 +8,10 @@ r"""Reading a training run: learning times, plateaus and the saddles they visit 
   saddle is $M_S=\sum_{d\in S}m^\star_de_de_d^\top$, its loss $L(M_S)$ is computed from the
   experiment's moments, and the *deviation* $|L(M(t^\ast))-L(M_S)|$ says how close the
   trajectory came to it.
+* **Plateaus between learning times**: the stretch between the m-th and (m+1)-th learning
+  time is a clear plateau, absent or unresolved by the descent rate in log time
+  (:func:`icltheory.dynamics.plateaus_between_events`: flat for ≥ 2 × the drops' width and ≥ 0.1 in ln t, drops
+  ≥ 3% of the loss range).
 * **Order violations**: pairs $\lambda_i>\lambda_j$ where $j$ was learned first.
 * **Head ownership** (rank-$R$ heads): each learned direction belongs to the head with the
   largest $|v_i\sum_rK_{ird}Q_{ird}|$.
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icltheory.dynamics import detect_plateaus, slowest_point
+from icltheory.dynamics import detect_plateaus, plateaus_between_events, slowest_point
 
 from . import _population as pop
 from . import _training as training
@@ -56,6 +60,9 @@ class RunReading:
     initial_loss: np.ndarray  # (S,)
     drops: np.ndarray  # (D,) the loss drop of each direction (experiment's moments)
     path: list[list[float]]  # per row, the saddle losses after 0, 1, … directions learned
+    #: per row, the stretch between consecutive learning times m and m+1 (m = 1 … n−1): clear,
+    #: absent or unresolved plateau (:func:`icltheory.dynamics.plateaus_between_events`)
+    plateaus: list[list] | None = None
 
 
 def read_run(run: Run, lam, N: int) -> RunReading:
@@ -63,6 +70,8 @@ def read_run(run: Run, lam, N: int) -> RunReading:
     D = lam.size
     frac = training.learned_fractions(run.M, lam, N)
     times = training.learning_times(run.t, frac)
+    if run.solver is not None and "events" in run.solver:  # adaptive flow: located on the dense output
+        times = np.asarray(run.solver["events"], float)
     opt = np.diagonal(pop.population_optimum(lam, N))
     keep = run.t > 0
     t = run.t[keep]
@@ -85,7 +94,8 @@ def read_run(run: Run, lam, N: int) -> RunReading:
     drops = pop.direction_drops(lam, N)
     base = float(pop.population_mse(np.zeros((D, D)), lam, N))
     path = [list(base - np.concatenate([[0.0], np.cumsum(drops[o])])) for o in orders]
-    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path)
+    plateaus = [plateaus_between_events(run.t, run.loss[k], times[k]) for k in range(run.loss.shape[0])]
+    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path, plateaus)
 
 
 def order_violations(times: np.ndarray, lam) -> list[tuple[int, int]]:
@@ -179,10 +189,12 @@ def settled(lam, N: int, n_learn, settle: float):
 
 
 def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, steps: int, n_learn,
-                   settle: float, check_every: int, tick=None) -> list[dict]:
+                   settle: float, check_every: int, tick=None, flow: dict | None = None) -> list[dict]:
     """For every row and every pair λ_i > λ_j learned in the wrong order, re-run the row with the
     init of directions i and j swapped; returns, per row, {(i, j): the direction learned first in
-    the control (None: neither)}."""
+    the control (None: neither)}.  With ``flow`` (keyword arguments of
+    :func:`~._flows.separate_population_flow`) the controls integrate the gradient flow instead
+    of running GD."""
     out: list[dict] = [{} for _ in range(times.shape[0])]
     jobs = [(k, i, j) for k in range(times.shape[0]) for i, j in order_violations(times[k], lam)]
     if not jobs:
@@ -190,7 +202,14 @@ def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, s
     rows = [k for k, _, _ in jobs]
     pc = training.swap_directions(params, rows, [(i, j) for _, i, j in jobs])
     stop = settled(lam, N, np.broadcast_to(n_learn, (times.shape[0],))[rows], settle)
-    rc = training.separate_population_gd(lam, N, pc, lr=lr, steps=steps, stop=stop, check_every=check_every, tick=tick)
+    if flow is not None:
+        from . import _flows as flows
+
+        nl = np.broadcast_to(n_learn, (times.shape[0],))[rows]
+        rc = flows.separate_population_flow(lam, N, pc, n_learn=nl, settle=settle, tick=tick, **flow)
+    else:
+        rc = training.separate_population_gd(lam, N, pc, lr=lr, steps=steps, stop=stop, check_every=check_every,
+                                             tick=tick)
     tc = training.learning_times(rc.t, training.learned_fractions(rc.M, lam, N))
     for r, (k, i, j) in enumerate(jobs):
         ti, tj = tc[r, i], tc[r, j]

@@ -143,3 +143,259 @@ def one_head_flow(lam, N: int, v0: float, target: float, t_max: float, direction
     if not sol.success or len(sol.t_events[0]) == 0:
         raise NumericalTrouble(f"the one-head flow did not reach {target:.3g}: {sol.message}")
     return float(sol.t_events[0][0]), int(sol.nfev // 12)
+
+
+# ----------------------------------------------------------------------------- ATTN_S, adaptive
+
+
+def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
+    r"""The population gradient flow of $B$ independent seed rows of $H$ rank-$R$ separate heads,
+    as (rhs, jac, split, costs).  A row's state is $(v\in\mathbb R^H,K\in\mathbb R^{HR\times D},
+    Q\in\mathbb R^{HR\times D})$ (piece $p$ of head $\lfloor p/R\rfloor$), rows concatenated;
+    with $M=\sum_pv_{h(p)}K_p^\top Q_p$, $E=\Lambda^2-W\circ M$ ($W_{ab}=\mathbb E[\beta\beta^\top]_{aa}
+    \lambda_b$) the field is $\dot v_h=\sum_{p\in h}K_pEQ_p^\top$, $\dot K_p=v_{h(p)}EQ_p$,
+    $\dot Q_p=v_{h(p)}E^\top K_p$ (the iterates of :func:`~._training.separate_population_gd`
+    divided by η).  The Jacobian is analytic and block diagonal over rows: per row the explicit
+    factors (E held fixed) plus the Gauss–Newton coupling through M, $-A\,\mathrm{diag}(W)A^\top$
+    with $A=\partial f/\partial E=(\partial M/\partial y)^\top$ (n × D²)."""
+    lam = np.asarray(lam, float)
+    D = lam.size
+    W = np.diag(pop.beta_second_moment(lam, N))[:, None] * lam[None, :]
+    w = W.ravel()
+    L2 = np.diag(lam**2)
+    P = H * R
+    head = np.repeat(np.arange(H), R)
+    n = H + 2 * P * D
+    iK = H + np.arange(P * D).reshape(P, D)
+    iQ = H + P * D + np.arange(P * D).reshape(P, D)
+    eye = np.eye(D)
+    # per head: its value weight and its pieces' keys and queries (the explicit part of the
+    # Jacobian is block diagonal over heads)
+    hidx = np.array([np.concatenate([[h], iK[h * R:(h + 1) * R].ravel(), iQ[h * R:(h + 1) * R].ravel()])
+                     for h in range(H)])
+    last: dict = {}
+
+    def split(y):
+        y = y.reshape(B, n)
+        return y[:, :H], y[:, H:H + P * D].reshape(B, P, D), y[:, H + P * D:].reshape(B, P, D)
+
+    def field(y):
+        v, K, Q = split(y)
+        vr = v[:, head]
+        M = np.swapaxes(vr[:, :, None] * K, 1, 2) @ Q
+        return v, K, Q, vr, L2 - W * M
+
+    def rhs(_t, y):
+        v, K, Q, vr, E = field(y)
+        KE = K @ E
+        QEt = Q @ np.swapaxes(E, 1, 2)
+        gv = (KE * Q).sum(-1).reshape(B, H, R).sum(-1)
+        return np.concatenate([gv, (vr[:, :, None] * QEt).reshape(B, -1), (vr[:, :, None] * KE).reshape(B, -1)],
+                              axis=1).ravel()
+
+    def jac(_t, y):
+        v, K, Q, vr, E = field(y)
+        KE = K @ E
+        QEt = Q @ np.swapaxes(E, 1, 2)
+        J = np.zeros((B, n, n))
+        hp = head[:, None]
+        J[:, hp, iK] = QEt
+        J[:, hp, iQ] = KE
+        J[:, iK, hp] = QEt
+        J[:, iQ, hp] = KE
+        J[:, iK[:, :, None], iQ[:, None, :]] = vr[:, :, None, None] * E[:, None]
+        J[:, iQ[:, :, None], iK[:, None, :]] = vr[:, :, None, None] * np.swapaxes(E, 1, 2)[:, None]
+        if B == 1:
+            last["blocks"] = J[0][hidx[:, :, None], hidx[:, None, :]]
+        A = np.empty((B, n, D * D))
+        A[:, :H] = np.einsum("spa,spb->spab", K, Q).reshape(B, H, R, D * D).sum(2)
+        A[:, H:H + P * D] = (vr[:, :, None, None, None] * eye[None, None, :, :, None]
+                             * Q[:, :, None, None, :]).reshape(B, P * D, D * D)
+        A[:, H + P * D:] = (vr[:, :, None, None, None] * K[:, :, None, :, None]
+                            * eye[None, None, :, None, :]).reshape(B, P * D, D * D)
+        J -= (A * w) @ np.swapaxes(A, 1, 2)
+        if B == 1:
+            last["J"], last["U"] = J[0], A[0]
+            return J[0]
+        out = np.zeros((B * n, B * n))
+        for b in range(B):
+            out[b * n:(b + 1) * n, b * n:(b + 1) * n] = J[b]
+        return out
+
+    def structure():
+        """The last Jacobian (one row) as blockdiag(heads) − A·diag(W)·Aᵀ."""
+        return last["J"], last["blocks"], hidx, last["U"], w
+
+    jac.structure = structure
+    # the Gauss–Newton product runs in BLAS-3 (counted at 5% like an LU), the fills at full cost
+    costs = (6.0 * B * P * D * D, B * (0.1 * n * n * D * D + 4.0 * n * n) + (B * n) ** 2)
+    return rhs, jac, split, costs
+
+
+#: rows integrated together (one solver, block-diagonal LU) up to this many states in all
+_BATCH_STATES = 600
+#: a row with more states than this is solved through its Jacobian's structure (heads' blocks
+#: plus the rank-D² coupling through M, by the Woodbury identity) instead of a dense LU
+_WOODBURY_STATES = 300
+
+
+def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
+                             settle: float, rtol: float, atol_rel: float, budget: float,
+                             per_decade: int = 300, tick=None):
+    r"""The gradient flow $\tau\dot\theta=-\partial L_{1/2}/\partial\theta$ of ATTN_S's relevant
+    block on the exact population loss, integrated adaptively
+    (:func:`icltheory.dynamics.integrate_adaptive`, BDF with the analytic Jacobian of
+    :func:`separate_head_field`; rows of the same rank share one solver, its LU done per row,
+    while they fit in :data:`_BATCH_STATES` states) until every row has learned its ``n_learn``
+    directions and gone on ``settle`` × its last learning time (or ``t_max``); then every group
+    is continued to the latest such time, so the rows share one record grid: 0 and
+    ``per_decade`` points per decade from ``t_first``.  A direction's *learning time* (its
+    learned fraction M_dd/m*_d crossing ½: a plateau's exit) is an event located on the solver's
+    dense output.
+
+    ``atol`` is ``atol_rel`` × the rms initial weight of the group.  ``budget``: flop-equivalents
+    for all rows together, counted from the solver's own work; a group that exhausts it stops
+    (``solver["stopped"]``).  Returns a :class:`~._training.Run` (``lr`` nan, ``steps`` the
+    accepted solver steps of all groups) with ``solver`` = the method, tolerances, per-group
+    work, per-row stop reasons and event times."""
+    from icltheory.dynamics import integrate_adaptive
+
+    from . import _training as training
+    from ._training import Run
+
+    lam = np.asarray(lam, float)
+    D = lam.size
+    v0 = np.asarray(params["r"][:, :, 0], float)
+    S, H = v0.shape
+    K0 = np.asarray(params["K"], float)
+    Q0 = np.asarray(params["Q"], float)
+    n_learn = np.broadcast_to(np.asarray(n_learn), (S,))
+    ranks = [int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))),
+                        initial=0)) + 1 for k in range(S)]
+    groups: list[list[int]] = []
+    for k in range(S):
+        n_row = H + 2 * H * ranks[k] * D
+        g = next((g for g in groups if ranks[g[0]] == ranks[k] and (len(g) + 1) * n_row <= max(n_row, _BATCH_STATES)),
+                 None)
+        if g is None:
+            groups.append([k])
+        else:
+            g.append(k)
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_max, max(2, int(math.ceil(per_decade * math.log10(t_max / t_first))) + 1))])
+    sols, fields = [], []
+    spent = 0.0
+    for gi, rows in enumerate(groups):
+        R, B = ranks[rows[0]], len(rows)
+        rhs, jac, split, (fc, jc) = separate_head_field(lam, N, H, R, B)
+        n_row = H + 2 * H * R * D
+        y0 = np.concatenate([np.concatenate([v0[k], K0[k, :, :R].reshape(-1), Q0[k, :, :R].reshape(-1)]) for k in rows])
+        fields.append((R, split))
+
+        def events(_t, y, split=split, R=R):
+            v, K, Q = split(y)
+            M = np.swapaxes(np.repeat(v, R, axis=1)[:, :, None] * K, 1, 2) @ Q
+            return (training.learned_fractions(M, lam, N) - 0.5).ravel()
+
+        def stop(t, _y, ev, m=n_learn[rows], B=B):
+            ev = ev.reshape(B, D)
+            done = np.isfinite(ev)
+            if np.any(done.sum(1) < m):
+                return False
+            return t >= (1.0 + settle) * float(np.max(np.where(done, ev, 0.0)))
+
+        scale = float(np.sqrt(np.mean(y0 * y0))) or 1.0
+        sol = integrate_adaptive(rhs, y0, t_max, jac=jac, method="BDF", rtol=rtol, atol=atol_rel * scale,
+                                 record=grid, events=events, stop=stop, fun_cost=fc, jac_cost=jc,
+                                 blocks=B, structure=jac.structure if B == 1 and n_row > _WOODBURY_STATES else None,
+                                 budget=budget - spent, first_step=min(t_first, t_max),
+                                 tick=(lambda f, w, gi=gi: tick((gi + f) / len(groups), w)) if tick else None,
+                                 what=f"population gradient flow (rows {rows})")
+        spent += sol.work.flops
+        sols.append(sol)
+    T = max(sol.t_end for sol in sols)
+    for gi, sol in enumerate(sols):
+        if sol.t_end < T and sol.stopped == "stop":
+            before = sol.work.flops
+            sols[gi] = sol = sol.extra["resume"](T)
+            spent += sol.work.flops - before
+    n_rec = int(np.searchsorted(grid, T, side="right"))
+    n_rec = min([n_rec] + [int(np.searchsorted(sol.t, grid[n_rec - 1], side="right")) for sol in sols])
+    t = grid[:n_rec]
+    Rmax = K0.shape[2]
+    M = np.zeros((S, n_rec, D, D))
+    heads = np.zeros((S, n_rec, H, D))
+    final = {"r": np.zeros((S, H, 1)), "K": np.zeros((S, H, Rmax, D)), "Q": np.zeros((S, H, Rmax, D))}
+    events = np.full((S, D), np.nan)
+    stopped = [""] * S
+    for gi, rows in enumerate(groups):
+        sol, (R, split) = sols[gi], fields[gi]
+        B = len(rows)
+        for i in range(n_rec):
+            v, K, Q = split(sol.y[i])
+            Kh, Qh = K.reshape(B, H, R, D), Q.reshape(B, H, R, D)
+            heads[rows, i] = np.einsum("sh,shrd,shrd->shd", v, Kh, Qh)
+            M[rows, i] = np.einsum("sh,shra,shrb->sab", v, Kh, Qh)
+            if i == n_rec - 1:
+                final["r"][rows, :, 0] = v
+                final["K"][rows, :, :R] = Kh
+                final["Q"][rows, :, :R] = Qh
+        events[rows] = sol.events.reshape(B, D)
+        for k in rows:
+            stopped[k] = sol.stopped
+    solver = {"method": "BDF", "jacobian": "analytic", "rtol": rtol, "atol_rel": atol_rel, "t_end": float(t[-1]),
+              "groups": groups, "stopped": stopped, "work": [sol.work.as_dict() for sol in sols],
+              "total_work": spent, "events": events}
+    return Run(t, pop.population_mse(M, lam, N), M, final, float("nan"),
+               int(sum(sol.work.steps for sol in sols)), heads=heads, solver=solver)
+
+
+def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
+                                rtol: float, atol_rel: float, budget: float, per_decade: int = 300,
+                                method: str = "BDF", tick=None):
+    r"""The gradient flow of the whole ATTN_S model on the training loss of the sequences behind
+    ``moments`` (the O(F²) quadratic form of :class:`~._models.QuadraticMoments`), from the
+    full-model ``params`` (one seed row) to ``t_end``, adaptively (BDF; its Jacobian by SciPy's
+    finite differences: n evaluations of an O(F²) field, n = H(D+1)(1+R)+HRD).  Records on the
+    grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
+    training loss and the relevant block M(t) (value label row, key/query inputs), whose
+    population loss is the run's ``loss``."""
+    from icltheory.dynamics import integrate_adaptive
+
+    from ._models import SeparateHeads
+    from ._training import Run
+
+    model = SeparateHeads(H, params["K"].shape[2])
+    names = ("r", "K", "Q")
+    shapes = [params[k].shape[1:] for k in names]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    Cg = moments.on()
+
+    def unpack(y):
+        out, k0 = {}, 0
+        for name, sh, n in zip(names, shapes, sizes):
+            out[name] = y[k0:k0 + n].reshape((1,) + sh)
+            k0 += n
+        return out
+
+    def rhs(_t, y):
+        p = unpack(y)
+        g = model.pullback(p, moments.grad_half(model.theta(p), Cg=Cg), moments)
+        return -np.concatenate([g[k].ravel() for k in names])
+
+    y0 = np.concatenate([np.asarray(params[k], float)[0].ravel() for k in names])
+    F = moments.C.shape[0]
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
+    scale = float(np.sqrt(np.mean(y0[y0 != 0] ** 2))) if np.any(y0 != 0) else 1.0
+    sol = integrate_adaptive(rhs, y0, t_end, method=method, rtol=rtol, atol=atol_rel * scale, record=grid,
+                             fun_cost=4.0 * F * F, budget=budget, first_step=min(t_first, t_end), tick=tick,
+                             what="finite-sample gradient flow")
+    thetas = np.array([model.theta(unpack(y))[0] for y in sol.y])
+    D = moments.D
+    M = thetas.reshape(len(sol.t), D + 1, D + 1, D)[None, :, D, :D, :]
+    train = np.asarray(moments.mse(thetas, Cg=Cg))[None]
+    final = {k: v for k, v in unpack(sol.y[-1]).items()}
+    solver = {"method": method, "rtol": rtol, "atol_rel": atol_rel, "t_end": float(sol.t_end),
+              "stopped": [sol.stopped], "work": [sol.work.as_dict()], "total_work": sol.work.flops,
+              "jacobian": "finite differences (SciPy)"}
+    return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
+               train_loss=train, solver=solver)

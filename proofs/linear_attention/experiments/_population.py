@@ -50,7 +50,14 @@ def population_mse(M: np.ndarray, lam, N: int) -> np.ndarray:
 
 def population_optimum(lam, N: int) -> np.ndarray:
     """The minimiser of :func:`population_mse` over all D×D matrices M, by solving the normal
-    equations E[ββᵀ] M Λ = Λ² numerically (a D²×D² linear system)."""
+    equations E[ββᵀ] M Λ = Λ² numerically (a D²×D² linear system; memoised per spectrum — the
+    adaptive flows ask for it at every step)."""
+    out = _optimum(tuple(float(x) for x in np.asarray(lam, dtype=float)), int(N))
+    return out.copy()
+
+
+@cached
+def _optimum(lam: tuple, N: int) -> np.ndarray:
     lam = np.asarray(lam, dtype=float)
     D = lam.size
     C = np.kron(beta_second_moment(lam, N), np.diag(lam))

@@ -88,6 +88,9 @@ class Run:
     steps: int
     train_loss: np.ndarray | None = None
     heads: np.ndarray | None = None  # (S, T, H, D): each head's v_i Σ_r K_ird Q_ird
+    #: adaptive runs (:mod:`._flows`): the integrator, its tolerances and work per row, and why
+    #: each row stopped (``None`` for GD)
+    solver: dict | None = None
 
 
 def _diverged(trace, lr: float) -> None:

@@ -1,0 +1,344 @@
+r"""Adaptive, stiff-aware integration of gradient flows through plateaus.
+
+A gradient flow from a small initialisation spends almost all its time on plateaus near
+saddles, where it moves slowly, and leaves each of them in a short drop; after a drop the
+learned directions sit in wells of curvature $\kappa$.  A fixed step must stay below $2/\kappa$
+for the whole run, so its work grows like the plateau lengths ($\propto 1/(\lambda^2w)$ for a
+cubic model).  An implicit multistep method (SciPy's BDF, or Radau/LSODA) is stable at any step
+on the wells and takes steps that grow with the slow timescale on the plateaus, so its work
+grows roughly like the logarithm of the plateau lengths.
+
+:func:`integrate_adaptive` steps a SciPy :class:`~scipy.integrate.OdeSolver` itself (rather
+than calling ``solve_ivp``) so that
+
+* the run can **stop on a condition** of the state seen so far (``stop(t, y)`` after every
+  accepted step), not only at a fixed horizon ``t_max``;
+* **events** (e.g. a learned fraction crossing ½ — a plateau's exit) are located on the
+  solver's dense output by bracketing root-finding between accepted steps, to the solver's
+  accuracy, and returned as times (first upward crossing of each component of ``events``);
+* the trajectory is **recorded** on a caller-given time grid from the dense output (e.g. a
+  geometric grid: a log-time axis for plateau detection);
+* the **work is counted** in flop-equivalents from the solver's own counters — right-hand side
+  evaluations × their cost, Jacobians × theirs, LU factorisations × $\tfrac23n^3$ (scaled by :data:`LU_EFFICIENCY`) — and the run
+  stops with ``stopped="budget"`` when a given budget is spent (the caller says
+  ``inconclusive``, naming it).  Budgets are in work, never in steps.
+
+The accuracy of a run is that of the solver's local error control: each step's error estimate
+is kept below ``atol + rtol·|y|`` componentwise; ``rtol`` and ``atol`` are recorded in the
+solution so that callers write them beside the checks they feed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core._threads import one_blas_thread
+
+__all__ = ["AdaptiveSolution", "SolverWork", "integrate_adaptive", "adaptive_work", "STEP_OVERHEAD"]
+
+#: flop-equivalents of one Python-level call into the solver's step (interpreter overhead of
+#: a SciPy step ≈ 50–100 µs at the ≈ 1e9 flop-equivalents per second the budgets assume)
+STEP_OVERHEAD = 5e4
+#: flop-equivalents of one Python-level right-hand side or Jacobian call (≈ 20 µs)
+CALL_OVERHEAD = 2e4
+#: an LU factorisation (LAPACK, blocked, one thread) runs ≈ 20× the flop rate the budgets
+#: assume for numpy-level work, so its ⅔n³ flops count for this fraction
+LU_EFFICIENCY = 0.05
+
+
+def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float, lu_flops: float | None = None) -> float:
+    """A priori work (flop-equivalents) of ``steps`` accepted steps of an implicit solver on n
+    states, counted as :func:`integrate_adaptive` counts it, with the ratios BDF shows on
+    gradient flows: ≈ 3 right-hand sides per step, a factorisation every 5 steps (``lu_flops``
+    each, default a dense LU ⅔n³), a Jacobian every 50."""
+    lu = (2.0 / 3.0) * n**3 if lu_flops is None else lu_flops
+    return steps * (STEP_OVERHEAD + 3.0 * (fun_cost + CALL_OVERHEAD)
+                    + (jac_cost + CALL_OVERHEAD) / 50.0 + LU_EFFICIENCY * lu / 5.0)
+
+
+@dataclass
+class SolverWork:
+    """The solver's own counters and the work they amount to (flop-equivalents)."""
+
+    steps: int = 0
+    nfev: int = 0
+    njev: int = 0
+    nlu: int = 0
+    flops: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"steps": self.steps, "nfev": self.nfev, "njev": self.njev, "nlu": self.nlu,
+                "work": self.flops}
+
+
+@dataclass
+class AdaptiveSolution:
+    """A recorded run: ``t`` (record times reached, then the end time), ``y`` (len(t), n),
+    first event crossing times (nan: none), why it stopped and the work it took.
+    ``extra["resume"](until)`` continues the same solver (no stop rule) to time ``until`` and
+    returns the extended solution (record times beyond the old end are filled in)."""
+
+    t: np.ndarray
+    y: np.ndarray
+    events: np.ndarray
+    t_end: float
+    stopped: str  # "stop" | "t_max" | "budget"
+    work: SolverWork
+    method: str
+    rtol: float
+    atol: float
+    extra: dict = field(default_factory=dict)
+
+
+def _root(f: Callable[[float], float], a: float, b: float, fa: float, fb: float) -> float:
+    """A sign change of f in [a, b] (fa < 0 ≤ fb), by Brent's method to ~1e-14 relative."""
+    if fb == 0.0:
+        return b
+    from scipy.optimize import brentq
+
+    return float(brentq(f, a, b, xtol=1e-14 * max(abs(b), 1e-300), rtol=4 * np.finfo(float).eps, maxiter=200))
+
+
+#: blocks up to this size are inverted (one batched call, then matrix–vector products: SciPy's
+#: per-call overhead of ``lu_solve`` exceeds the arithmetic for small systems); larger ones are
+#: LU-factorised
+INVERT_MAX = 400
+
+
+def _block_bdf(n_blocks: int, m: int):
+    """SciPy's BDF whose Newton matrices are factorised block by block: y holds ``n_blocks``
+    independent systems of ``m`` states each (a block-diagonal Jacobian), which share the steps
+    and the Python overhead while each factorisation stays the size of one system."""
+    from scipy.integrate import BDF
+    from scipy.linalg import lu_factor, lu_solve
+
+    class BlockBDF(BDF):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+
+            def lu(A):
+                self.nlu += 1
+                blocks = np.stack([A[b * m:(b + 1) * m, b * m:(b + 1) * m] for b in range(n_blocks)])
+                if m <= INVERT_MAX:
+                    return np.linalg.inv(blocks)
+                return [lu_factor(x, overwrite_a=True) for x in blocks]
+
+            def solve_lu(LU, b):
+                bb = b.reshape(n_blocks, m)
+                if isinstance(LU, np.ndarray):
+                    return (LU @ bb[:, :, None]).reshape(-1)
+                return np.concatenate([lu_solve(f, x) for f, x in zip(LU, bb)])
+
+            self.lu = lu
+            self.solve_lu = solve_lu
+
+    return BlockBDF
+
+
+def _woodbury_bdf(structure):
+    r"""SciPy's BDF whose Newton matrices $I-cJ$ are solved through the Jacobian's structure
+    $J=\mathrm{blockdiag}(B_1,\dots,B_K)-U\,\mathrm{diag}(w)\,U^\top$ (``structure()``: the dense
+    J last returned, the blocks (K, m, m), their state indices (K, m), U (n, k) and w > 0): the
+    blocks are inverted one by one and the rank-k coupling by the Woodbury identity, so a
+    factorisation costs K·m³ + n·m·k instead of n³.  Every solve is checked against the dense
+    matrix (residual, one refinement step); if the blocks are near-singular (the identity then
+    loses accuracy) the dense LU is used instead — the result is the same to rounding, only the
+    cost differs."""
+    from scipy.integrate import BDF
+    from scipy.linalg import lu_factor, lu_solve
+
+    class WoodburyBDF(BDF):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.n_dense = 0
+            pivot: dict = {}
+
+            def lu(A):
+                self.nlu += 1
+                J, blocks, idx, U, w = structure()
+                if pivot.get("J") is not J:  # the largest off-diagonal entry of this Jacobian
+                    off = np.abs(J)
+                    np.fill_diagonal(off, 0.0)
+                    pivot["J"], pivot["ij"] = J, np.unravel_index(int(np.argmax(off)), off.shape)
+                i, j = pivot["ij"]
+                c = -A[i, j] / J[i, j] if J[i, j] != 0 else 0.0
+                m = blocks.shape[1]
+                Sinv = D0inv = Z = None
+                try:
+                    with np.errstate(all="raise"):
+                        D0inv = np.linalg.inv(np.eye(m)[None] - c * blocks)
+                        Z = np.empty_like(U)
+                        Z[idx] = D0inv @ U[idx]
+                        if c > 0:
+                            Sinv = np.linalg.inv(np.diag(1.0 / (c * w)) + U.T @ Z)
+                except (np.linalg.LinAlgError, FloatingPointError):
+                    Sinv = None
+                if Sinv is None or not (np.all(np.isfinite(D0inv)) and np.all(np.isfinite(Sinv))):
+                    self.n_dense += 1
+                    return ("dense", lu_factor(A, overwrite_a=False))
+                return ["woodbury", A, D0inv, idx, Z, U, Sinv, False]
+
+            def solve_lu(LU, b):
+                if LU[0] == "dense":
+                    return lu_solve(LU[1], b)
+                _, A, D0inv, idx, Z, U, Sinv, verified = LU
+
+                def apply(r):
+                    y = np.empty_like(r)
+                    y[idx] = np.einsum("kij,kj->ki", D0inv, r[idx])
+                    return y - Z @ (Sinv @ (U.T @ y))
+
+                x = apply(b)
+                if verified:
+                    return x
+                # the first solve with a factorisation is checked against the dense matrix (its
+                # accuracy is the matrix's: later solves with the same factors are alike)
+                nb = float(np.linalg.norm(b)) or 1.0
+                r = b - A @ x
+                if np.linalg.norm(r) > 1e-12 * nb:
+                    x = x + apply(r)
+                    r = b - A @ x
+                if not np.linalg.norm(r) <= 1e-10 * nb:  # the identity lost accuracy: dense LU
+                    self.n_dense += 1
+                    LU[:] = ["dense", lu_factor(A)]
+                    return lu_solve(LU[1], b)
+                LU[7] = True
+                return x
+
+            self.lu = lu
+            self.solve_lu = solve_lu
+
+    return WoodburyBDF
+
+
+def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", rtol: float = 1e-8,
+                       atol: float | np.ndarray = 1e-12, record=None, events=None, blocks: int | None = None,
+                       stop: Callable[[float, np.ndarray, np.ndarray], bool] | None = None,
+                       fun_cost: float = 0.0, jac_cost: float = 0.0, budget: float = math.inf,
+                       first_step: float | None = None, structure=None, tick=None,
+                       what: str = "gradient flow") -> AdaptiveSolution:
+    r"""Integrate $\dot y=f(t,y)$ from 0 to at most ``t_max`` (see the module docstring).
+
+    ``record``: increasing times at which y is kept (from the dense output; the end point is
+    always appended).  ``events(t, y) -> array``: components whose first crossing from below
+    0 to ≥ 0 is located (a component already ≥ 0 at t = 0 crosses at 0).  ``stop(t, y, ev)``
+    (``ev``: the event times so far) ends the run after an accepted step.  ``fun_cost`` and
+    ``jac_cost``: flops of one call of each beyond the call overhead.  ``tick(fraction, what)``
+    is called every 200 steps.  ``structure()``: the last Jacobian's block-plus-low-rank form (see
+    :func:`_woodbury_bdf`; BDF, one system).  ``blocks``: y holds this many independent systems of equal size
+    (the Jacobian is block diagonal; BDF only): the Newton matrices are factorised per block.  The error
+    control is then on the RMS over all blocks, so one block's local error is at most
+    √(number of blocks) × (atol + rtol·|y|) in RMS."""
+    from scipy.integrate import BDF, LSODA, RK45, DOP853, Radau
+
+    solvers = {"BDF": BDF, "Radau": Radau, "LSODA": LSODA, "RK45": RK45, "DOP853": DOP853}
+    if method not in solvers:
+        raise ValueError(f"unknown method {method!r}")
+    y0 = np.asarray(y0, dtype=float)
+    n = y0.size
+    rec = np.asarray(record if record is not None else [], dtype=float)
+    kw = {"jac": jac} if jac is not None and method in ("BDF", "Radau", "LSODA") else {}
+    if first_step is not None:
+        kw["first_step"] = first_step
+    cls = solvers[method]
+    if blocks is not None and blocks > 1:
+        if method != "BDF" or jac is None or n % blocks:
+            raise ValueError("blocks need method='BDF', an analytic (block-diagonal) Jacobian and equal blocks")
+        cls = _block_bdf(blocks, n // blocks)
+    elif structure is not None:
+        if method != "BDF" or jac is None:
+            raise ValueError("structure needs method='BDF' and an analytic Jacobian")
+        cls = _woodbury_bdf(structure)
+    solver = cls(fun, 0.0, y0, t_max, rtol=rtol, atol=atol, **kw)
+    ts: list[float] = []
+    ys: list[np.ndarray] = []
+    i_rec = 0
+    while i_rec < rec.size and rec[i_rec] <= 0.0:
+        ts.append(float(rec[i_rec]))
+        ys.append(y0.copy())
+        i_rec += 1
+    g0 = np.asarray(events(0.0, y0), float) if events is not None else np.zeros(0)
+    ev = np.where(g0 >= 0, 0.0, np.nan)
+    work = SolverWork()
+    nb = blocks or 1
+    m = n // nb
+    lu_cost = LU_EFFICIENCY * nb * (2.0 if blocks and m <= INVERT_MAX else 2.0 / 3.0) * m**3
+    if structure is not None and not (blocks and blocks > 1):
+        if jac is not None:
+            jac(0.0, y0)  # so that structure() describes a Jacobian from the start
+        _, sb, _, su, _ = structure()
+        k_, m_ = su.shape[1], sb.shape[1]
+        lu_cost = LU_EFFICIENCY * (2.0 * sb.shape[0] * m_**3 + 2.0 * n * m_ * k_ + 2.0 * n * k_ * k_ + 2.0 * k_**3)
+
+    def account() -> None:
+        work.nfev = int(solver.nfev)
+        work.njev = int(getattr(solver, "njev", 0))
+        work.nlu = int(getattr(solver, "nlu", 0))
+        work.flops = (work.steps * STEP_OVERHEAD + work.nfev * (fun_cost + CALL_OVERHEAD)
+                      + work.njev * (jac_cost + CALL_OVERHEAD) + work.nlu * lu_cost)
+
+    state: dict[str, Any] = {"i_rec": i_rec, "g_prev": g0}
+
+    def advance(until: float, stop_fn) -> str:
+        stopped = "t_max"
+        with np.errstate(under="ignore"), one_blas_thread():
+            while solver.status == "running" and solver.t < until:
+                t_old = solver.t
+                msg = solver.step()
+                work.steps += 1
+                account()
+                if solver.status == "failed":
+                    from ..core import NumericalTrouble
+
+                    raise NumericalTrouble(f"{what}: the {method} solver failed at t = {t_old:.4g}: {msg}")
+                t_new, y_new = solver.t, solver.y
+                if not np.all(np.isfinite(y_new)):
+                    from ..core import NumericalTrouble
+
+                    raise NumericalTrouble(f"{what}: the state became non-finite at t = {t_new:.4g}")
+                dense = None
+                i = state["i_rec"]
+                if i < rec.size and rec[i] <= t_new:
+                    dense = solver.dense_output()
+                    j = int(np.searchsorted(rec, t_new, side="right"))
+                    block = rec[i:j]
+                    ts.extend(block.tolist())
+                    ys.extend(np.asarray(dense(block)).T)
+                    state["i_rec"] = j
+                if events is not None:
+                    g_prev = state["g_prev"]
+                    g_new = np.asarray(events(t_new, y_new), float)
+                    for c in np.flatnonzero(np.isnan(ev) & (g_prev < 0) & (g_new >= 0)):
+                        dense = dense or solver.dense_output()
+                        f = lambda s, c=c, dn=dense: float(np.asarray(events(s, dn(s)), float)[c])  # noqa: E731
+                        ev[c] = _root(f, t_old, t_new, float(g_prev[c]), float(g_new[c]))
+                    state["g_prev"] = g_new
+                if tick is not None and work.steps % 200 == 0:
+                    tick(min(t_new / t_max, 1.0), what)
+                if work.flops > budget:
+                    return "budget"
+                if stop_fn is not None and stop_fn(t_new, y_new, ev):
+                    return "stop"
+        return stopped
+
+    def finish(stopped: str) -> AdaptiveSolution:
+        tt, yy = list(ts), list(ys)
+        if not tt or tt[-1] < solver.t:
+            tt.append(float(solver.t))
+            yy.append(np.array(solver.y, copy=True))
+        sol = AdaptiveSolution(np.asarray(tt), np.asarray(yy).reshape(len(tt), n), ev.copy(), float(solver.t),
+                               stopped, work, method, float(rtol), float(np.max(atol)))
+        sol.extra["resume"] = lambda until: finish(_resumed(stopped, advance(until, None)))
+        return sol
+
+    return finish(advance(t_max, stop))
+
+
+def _resumed(before: str, now: str) -> str:
+    """A run that had stopped on its condition and was continued keeps that reason unless the
+    continuation itself ran out of budget."""
+    return now if now == "budget" or before != "stop" else "stop"

@@ -1,0 +1,139 @@
+"""Adaptive integration through plateaus (icltheory.dynamics.integrate_adaptive, the ATTN_S
+flows) and the plateau reading between learning times."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from icltheory.core import get_claim, run_check
+from icltheory.dynamics import integrate_adaptive, plateaus_between_events
+from proofs.linear_attention.experiments import _flows as flows
+from proofs.linear_attention.experiments import _training as training
+from proofs.linear_attention.settings import RankSetting, SeparateSetting
+
+LAM = np.array([0.4, 0.3, 0.2, 0.1])
+
+
+@pytest.mark.parametrize("H,R,B", [(3, 1, 1), (2, 3, 1), (2, 2, 3)])
+def test_separate_field_jacobian_is_the_derivative(H, R, B):
+    rhs, jac, _, _ = flows.separate_head_field(LAM, 31, H, R, B)
+    y = np.random.default_rng(0).standard_normal(B * (H + 2 * H * R * 4)) * 0.5
+    h = 1e-6
+    num = np.array([(rhs(0, y + h * e) - rhs(0, y - h * e)) / (2 * h) for e in np.eye(y.size)]).T
+    assert np.max(np.abs(num - jac(0, y))) <= 1e-8 * np.max(np.abs(num))
+
+
+def test_field_is_gd_step_over_eta():
+    """One GD step of the claims' trainer is η × the flow's field (same iterates)."""
+    p = training.init_separate(np.random.default_rng(3), 1, 3, 2, 4, 0.3)
+    rhs, _, _, _ = flows.separate_head_field(LAM, 31, 3, 2)
+    y0 = np.concatenate([p["r"][0, :, 0], p["K"][0].ravel(), p["Q"][0].ravel()])
+    eta = 1e-3
+    run = training.separate_population_gd(LAM, 31, p, lr=eta, steps=1, record_every=1)
+    y1 = np.concatenate([run.params["r"][0, :, 0], run.params["K"][0].ravel(), run.params["Q"][0].ravel()])
+    assert np.max(np.abs((y1 - y0) - eta * rhs(0, y0))) <= 4 * np.finfo(float).eps * np.max(np.abs(y0))
+
+
+def test_flow_against_gd_on_a_window():
+    """Checkpointed verification: on a window through the first drop, GD at η and η/2 converge
+    to the adaptive flow at first order (Richardson: 2·GD(η/2) − GD(η) is far closer)."""
+    s = SeparateSetting.parse({"profile": "quick", "seeds": 1})
+    p0 = training.init_separate(np.random.default_rng(1), 1, s.H, 1, s.D, s.w_init)
+    T = 400.0
+    run = flows.separate_population_flow(s.lam, s.N, p0, t_max=T, t_first=1.0, n_learn=99, settle=0.0,
+                                         rtol=1e-10, atol_rel=1e-13, budget=1e12)
+    flow_M = run.M[0, -1]
+    out = []
+    for eta in (0.2, 0.1):
+        g = training.separate_population_gd(s.lam, s.N, p0, lr=eta, steps=int(round(T / eta)), record_every=10**9)
+        out.append(g.M[0, -1])
+    e1 = np.max(np.abs(out[0] - flow_M))
+    e2 = np.max(np.abs(out[1] - flow_M))
+    rich = np.max(np.abs(2 * out[1] - out[0] - flow_M))
+    assert 1.6 < e1 / e2 < 2.4  # first order in η
+    assert rich < 0.1 * e2
+    assert abs(float(run.t[-1]) - T) < 1e-9 * T
+
+
+def test_events_stop_budget_and_resume():
+    """Logistic ẏ = y(1 − y) from y0: y = ½ at t* = ln((1 − y0)/y0), located on the dense output."""
+    y0 = 1e-6
+    t_star = math.log((1 - y0) / y0)
+
+    def f(_t, y):
+        return y * (1 - y)
+
+    def jac(_t, y):
+        return np.array([[1 - 2 * y[0]]])
+
+    sol = integrate_adaptive(f, [y0], 100.0, jac=jac, rtol=1e-10, atol=1e-16, events=lambda t, y: y - 0.5,
+                             stop=lambda t, y, ev: np.isfinite(ev[0]) and t > 2 * ev[0], record=np.geomspace(1e-3, 100, 50))
+    assert sol.stopped == "stop"
+    assert abs(sol.events[0] - t_star) < 1e-7 * t_star
+    assert sol.t_end >= 2 * t_star and sol.t_end < 100
+    more = sol.extra["resume"](90.0)
+    assert more.stopped == "stop" and more.t_end >= 90.0 and more.t.size > sol.t.size
+    cheap = integrate_adaptive(f, [y0], 100.0, jac=jac, rtol=1e-10, atol=1e-16, budget=1e6)
+    assert cheap.stopped == "budget" and cheap.t_end < 100.0
+    # work grows like the log of the plateau's length, not like its length
+    steps = []
+    for y_init in (1e-3, 1e-6, 1e-9, 1e-12):
+        steps.append(integrate_adaptive(f, [y_init], 40.0, jac=jac, rtol=1e-8, atol=1e-20).work.steps)
+    assert max(steps) < 3 * min(steps), steps
+
+
+def test_structured_solves_equal_dense():
+    """The heads' blocks + Woodbury Newton solves give the dense LU's trajectory to rounding."""
+    s = RankSetting.parse({"profile": "quick", "R": 4, "H": 3, "lambdas": "0.4,0.3,0.2,0.1", "seeds": 1})
+    p0 = training.init_separate(np.random.default_rng(2), 1, s.H, [4], s.D, s.w_init)
+    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=0.25, rtol=1e-8, atol_rel=1e-11, budget=1e13)
+    old = flows._WOODBURY_STATES
+    try:
+        flows._WOODBURY_STATES = 10
+        a = flows.separate_population_flow(s.lam, s.N, p0, **kw)
+        flows._WOODBURY_STATES = 10**9
+        b = flows.separate_population_flow(s.lam, s.N, p0, **kw)
+    finally:
+        flows._WOODBURY_STATES = old
+    assert np.all(np.isfinite(a.solver["events"]))
+    assert np.allclose(a.solver["events"], b.solver["events"], rtol=1e-6)
+
+
+def test_batched_rows_equal_single_rows():
+    s = SeparateSetting.parse({"profile": "quick", "seeds": 2})
+    p0 = training.init_separate(np.random.default_rng(4), 2, s.H, 1, s.D, s.w_init)
+    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=1.0, rtol=1e-9, atol_rel=1e-12, budget=1e13)
+    both = flows.separate_population_flow(s.lam, s.N, p0, **kw)
+    one = flows.separate_population_flow(s.lam, s.N, {k: v[1:] for k, v in p0.items()}, **kw)
+    assert both.solver["groups"] == [[0, 1]]
+    assert np.allclose(both.solver["events"][1], one.solver["events"][0], rtol=1e-5)
+
+
+def _sigmoids(centres, sizes, width=0.02):
+    u = np.linspace(0, 12, 6000)
+    y = 1.0 - sum(s / (1 + np.exp(-(u - c) / width)) for c, s in zip(centres, sizes))
+    return np.exp(u), y, np.exp(np.asarray(centres))
+
+
+def test_plateaus_between_events():
+    t, y, ev = _sigmoids([3.0, 3.02, 5.0, 8.0, 9.0], [0.3, 0.3, 0.2, 0.18, 0.01])
+    st = {p.m: p.status for p in plateaus_between_events(t, y, ev)}
+    assert st[1] == "absent"  # two drops 0.02 apart in ln t run into each other
+    assert st[2] == "clear" and st[3] == "clear"
+    assert st[4] == "absent"  # the last drop is 1% of the range: below the resolution
+
+
+def test_integrator_auto_and_budget_inconclusive(monkeypatch):
+    assert SeparateSetting.parse({}).integrator == "flow"
+    assert SeparateSetting.parse({"steps": 10001}).integrator == "gd"
+    assert RankSetting.parse({"lr": 0.5}).integrator == "gd"
+    import proofs.linear_attention.claims.dynamics as dyn
+
+    monkeypatch.setattr(dyn, "BUDGETS", {k: (1e6,) + v[1:] for k, v in dyn.BUDGETS.items()})
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    v = run_check(c, c.setting({"seeds": 1, "fs_seeds": 0}), profile="quick")
+    assert v.verdict == "inconclusive"
+    assert any("adaptive solver's work" in r for r in v.reasons), v.reasons
