@@ -125,7 +125,7 @@ class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
     K: int = Int(1, min=1, max=3, doc="number of blocks")
     kernel: str = _kernel("softmax", sample=("softmax", "rbf", "linear"))
     x_dist: str = _xdist("gaussian", sample=("gaussian", "cube", "sphere"))
-    prompts: int | None = Int(None, min=100, max=200_000, by_profile=(3000, 12_000, 100_000),
+    prompts: int | None = Int(None, min=100, max=200_000, by_profile=(3000, 6000, 100_000),
                               doc="Monte Carlo antithetic pairs per sample")
     task_scale: float = Float(2.0, positive=True, max=10.0, sample=(0.5, 3.0),
                               doc="task prior f(x)=Ax, A_ab ~ N(0, τ²/d): τ")
@@ -135,6 +135,10 @@ class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
                          "Bonferroni-corrected family of z-tests")
     gamma: str = Choice("full", ("full", "diag"), doc="form of Γ_k in the structured set S "
                         "(diag: the off-diagonal Γ gradient is reported, not claimed)")
+    scope: str = Choice("structure", ("structure", "paper"), doc="what is asserted stationary at θ*: "
+                        "structure — the GD parametrisation's coordinates and every symmetry-breaking "
+                        "direction; paper — every free parameter of the update heads (adds the "
+                        "rotation-invariant directions outside S: untied value V_u+V_v and f→f value)")
 
 
 # =============================================================================== training

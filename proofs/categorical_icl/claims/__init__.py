@@ -8,5 +8,7 @@ prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mo
 """
 
 from .exact import Construction, CrossAttention, FunctionalGD, SingleStep
+from .symmetry import Equivariance, Stationarity
+from .training import Training
 
-CLAIMS = (FunctionalGD(), CrossAttention(), Construction(), SingleStep())
+CLAIMS = (FunctionalGD(), CrossAttention(), Construction(), SingleStep(), Equivariance(), Stationarity(), Training())

@@ -8,7 +8,7 @@ from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, 
 
 from ..settings import ConstructionSetting, CrossAttentionSetting, FunctionalGDSetting, SingleStepSetting
 from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_THEORY, SCORE_TEMPERATURE_EXPERIMENT,
-                      SOFTMAX_TEMPERATURE_THEORY, SOURCE, THEORY, term_size)
+                      SOFTMAX_TEMPERATURE_THEORY, SOURCE, term_size)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")

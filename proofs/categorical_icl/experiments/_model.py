@@ -235,7 +235,7 @@ def _head_backward(head: Head, c: dict, H: np.ndarray, dout: np.ndarray, N: int)
             grads["Q"] = np.zeros((H.shape[0],) + head.Q.shape)
             grads["K"] = np.zeros((H.shape[0],) + head.K.shape)
         return grads, dH
-    q, k, g = c["q"], c["k"], c["g"]
+    q, k = c["q"], c["k"]
     da = dout @ val.transpose(0, 2, 1)  # (B,T,N)
     dg = _dscores(head.kind, a, da, N)
     if head.kind in ("linear", "exp", "softmax"):
@@ -374,3 +374,43 @@ def own_argmax_fraction(X: np.ndarray) -> np.ndarray:
     return np.all(own > G.max(-1), axis=-1)
 
 
+
+
+# ----------------------------------------------------------------------------- rotations
+
+
+def random_model(rng: np.random.Generator, lay: Layout, C: int, kernel: str, K: int) -> Model:
+    """A model with random (generic, off the GD structure) parameters: per block the update head
+    of ``kernel``, an rbf-type second head, and a free cross-attention."""
+    D = lay.D
+    sc = 0.5 / np.sqrt(D)
+    blocks = []
+    for _ in range(K):
+        heads = [Head(sc * rng.standard_normal((lay.d, D)), sc * rng.standard_normal((lay.d, D)),
+                      sc * rng.standard_normal((D, D)), kind) for kind in (kernel, "softmax_negsq")]
+        cross = Cross(sc * rng.standard_normal((lay.dp, D)), rng.standard_normal((lay.dp, lay.dp)) / np.sqrt(lay.dp),
+                      sc * rng.standard_normal((D, lay.dp)))
+        blocks.append(Block(heads, cross))
+    W = rng.standard_normal((lay.dp, C))
+    return Model(lay, W, W, W, W, blocks)
+
+
+def rotated_parameters(model: Model, U: np.ndarray, haar: bool) -> Model:
+    r"""The parameters for the prompt rotated by ``U``: with :math:`R=\operatorname{diag}(U,I)` on
+    tokens, :math:`Q\to OQR^\top`, :math:`K\to OKR^\top`, :math:`V\to RVR^\top`,
+    :math:`Q_c\to Q_cR^\top`, :math:`V_c\to RV_c`; :math:`O=U`, except :math:`O=I` for a
+    Laplacian head under a Haar rotation (its ℓ1 score is not rotation invariant)."""
+    from dataclasses import replace
+
+    lay = model.lay
+    R = np.eye(lay.D)
+    R[lay.x, lay.x] = U
+    blocks = []
+    for blk in model.blocks:
+        heads = []
+        for h in blk.heads:
+            O = np.eye(lay.d) if (h.kind == "laplacian" and haar) else U
+            heads.append(Head(O @ h.Q @ R.T, O @ h.K @ R.T, R @ h.V @ R.T, h.kind))
+        cr = blk.cross
+        blocks.append(Block(heads, Cross(cr.Qc @ R.T, cr.Kc, R @ cr.Vc)))
+    return replace(model, blocks=blocks)

@@ -66,7 +66,11 @@ def equivariance_residuals(d: int = 2, dp: int = 1) -> dict:
     score = ((Qt * Rh).T * (Kt * Rg))[0] - ((Q * h).T * (K * g))[0]
     dist = (Qt * Rh - Kt * Rg).T * (Qt * Rh - Kt * Rg)
     dist = dist[0] - ((Q * h - K * g).T * (Q * h - K * g))[0]
-    value = Vt * Rh - R * (V * h)
+    xs = _sym("x", d, 1)
+    token = sp.Matrix.vstack(xs, h[d:, :])
+    rotated_token = sp.Matrix.vstack(U * xs, h[d:, :])
+    tokens = rotated_token - R * token
+    value = sp.Matrix.vstack(Vt * Rh - R * (V * h), tokens)
     cross_q = Qct * Rh - Qc * h
     cross_v = Vct * w - R * (Vc * w)
     b, c = sp.symbols("b c", real=True)
