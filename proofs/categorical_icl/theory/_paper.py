@@ -161,9 +161,19 @@ class Paper:
                                    for e in items) if items else 0.0)
         return worst
 
-    structural_zero_mask = staticmethod(_symmetry.structural_zero_mask)
-    components = staticmethod(_symmetry.components)
-    raw_names = staticmethod(_symmetry.raw_names)
+    @staticmethod
+    def structural_zero_mask(d: int, dp: int, K: int) -> np.ndarray:
+        """The layout's structural zeros of the flat gradient (:func:`._symmetry.structural_zero_mask`)."""
+        return _symmetry.structural_zero_mask(d, dp, K)
+
+    @staticmethod
+    def components(d: int, dp: int, K: int, gamma: str) -> list:
+        """The gradient components and their classes (:func:`._symmetry.components`)."""
+        return _symmetry.components(d, dp, K, gamma)
+
+    @staticmethod
+    def raw_names(d: int, dp: int, K: int) -> list:
+        return _symmetry.raw_names(d, dp, K)
 
 
 @cached
