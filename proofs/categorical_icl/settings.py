@@ -125,7 +125,7 @@ class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
     K: int = Int(1, min=1, max=3, doc="number of blocks")
     kernel: str = _kernel("softmax", sample=("softmax", "rbf", "linear"))
     x_dist: str = _xdist("gaussian", sample=("gaussian", "cube", "sphere"))
-    prompts: int | None = Int(None, min=100, max=200_000, by_profile=(3000, 6000, 100_000),
+    prompts: int | None = Int(None, min=100, max=200_000, by_profile=(2000, 16_000, 100_000),
                               doc="Monte Carlo antithetic pairs per sample")
     task_scale: float = Float(2.0, positive=True, max=10.0, sample=(0.5, 3.0),
                               doc="task prior f(x)=Ax, A_ab ~ N(0, τ²/d): τ")

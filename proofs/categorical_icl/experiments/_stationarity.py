@@ -170,7 +170,7 @@ def structured_objective(lay: Layout, W_e: np.ndarray, kernel: str, batch: Promp
 
 
 def fit_structured(lay: Layout, W_e: np.ndarray, kernel: str, batch: PromptBatch,
-                   start: StructuredPoint, gamma: str, *, warm_pairs: int = 2000,
+                   start: StructuredPoint, gamma: str, *, warm_pairs: int = 600,
                    rel_tol: float = 0.05, max_newton: int = 30):
     r"""Minimise the sample-average loss over the in-S coordinates (SAA).
 
