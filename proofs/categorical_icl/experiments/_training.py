@@ -118,7 +118,7 @@ def evaluate(learner, data: Dataset, params=None, chunk: int = 1024):
     for s in range(0, len(data), chunk):
         part = data.take(slice(s, s + chunk))
         logits = forward(model, part.X, part.labels)[0]
-        ls = log_softmax(logits)
+        ls = log_softmax(logits, axis=-1)
         nll.append(-ls[np.arange(len(part)), part.y_query])
         nll_exact.append(-np.sum(part.p_query * ls, -1))
         correct.append((np.argmax(logits, -1) == part.y_query).astype(float))
