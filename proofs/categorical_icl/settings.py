@@ -14,7 +14,7 @@ from icltheory.core import Choice, Float, Floats, Int, Setting, SettingError
 
 __all__ = ["KERNELS", "ERASES", "X_DISTS", "FunctionalGDSetting", "CrossAttentionSetting",
            "ConstructionSetting", "SingleStepSetting", "EquivarianceSetting", "StationaritySetting",
-           "TrainingSetting"]
+           "TrainingSetting", "DepthSetting"]
 
 #: head-1 kernels of the update head
 KERNELS = ("linear", "exp", "rbf", "laplacian", "softmax")
@@ -148,28 +148,28 @@ class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
 class TrainingSetting(Setting):
     """The scaled-down synthetic experiment: GD model against a freely trained Transformer."""
 
-    d: int = Int(10, min=1, max=32, sample=(2, 10), doc="covariate dimension (paper: 10)")
-    dprime: int = Int(5, min=1, max=16, sample=(2, 6), doc="embedding dimension d' (paper: 5)")
-    C: int = Int(25, min=2, max=64, sample=(5, 25), doc="number of classes (paper: 25)")
-    N: int | None = Int(None, min=1, max=256, by_profile=(10, 20, 30), sample=(5, 20),
+    d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
+    dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
+    C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
+    N: int | None = Int(None, min=1, max=256, by_profile=(10, 20, 30),
                         doc="context length (the paper's code uses 125)")
     K: int | None = Int(None, min=1, max=4, by_profile=(1, 1, 2),
                         doc="blocks of the L-comparison (the paper's main table: 2)")
     kernel: str = _kernel("softmax", sample=False)
     x_dist: str = _xdist("cube", sample=False)
     train_sizes: tuple | None = Floats(None, positive=True, max=100_000, max_len=6,
-                                       doc="training-set sizes L (default by profile: quick 64,512; "
+                                       doc="training-set sizes L (default by profile: quick 64,1024; "
                                            "standard 256,2048; thorough 512,2048,8192)")
-    steps: int | None = Int(None, min=10, max=20_000, by_profile=(100, 300, 2000),
+    steps: int | None = Int(None, min=10, max=20_000, by_profile=(150, 300, 2000),
                             doc="Adam steps per model (paper 5000)")
-    prompts: int | None = Int(None, min=64, max=20_000, by_profile=(512, 2048, 2048),
+    prompts: int | None = Int(None, min=64, max=20_000, by_profile=(1024, 2048, 2048),
                               doc="test prompts (paper: 2048)")
     amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump "
                              "generator (PyTorch code: 10)")
 
     def _resolve(self):
         if self.train_sizes is None:
-            self._set("train_sizes", {"quick": (64.0, 512.0), "standard": (256.0, 2048.0),
+            self._set("train_sizes", {"quick": (64.0, 1024.0), "standard": (256.0, 2048.0),
                                       "thorough": (512.0, 2048.0, 8192.0)}[self.profile])
 
     def _validate(self):
@@ -177,3 +177,27 @@ class TrainingSetting(Setting):
             raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
         if list(self.train_sizes) != sorted(set(self.train_sizes)):
             raise SettingError("train_sizes", "must be strictly increasing")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DepthSetting(Setting):
+    """The depth trend of the GD model (more layers help), scaled down: GD models with K and K_deep
+    blocks trained on the same prompts of the synthetic generator, compared on test prompts."""
+
+    d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
+    dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
+    C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
+    N: int | None = Int(None, min=1, max=256, by_profile=(10, 10, 30), doc="context length")
+    K: int = Int(1, min=1, max=5, doc="blocks of the shallower GD model")
+    K_deep: int | None = Int(None, min=2, max=6, by_profile=(2, 2, 4), doc="blocks of the deeper GD model")
+    kernel: str = _kernel("softmax", sample=False)
+    x_dist: str = _xdist("cube", sample=False)
+    L: int | None = Int(None, min=16, max=100_000, by_profile=(512, 1024, 2048), doc="training prompts")
+    steps: int | None = Int(None, min=10, max=20_000, by_profile=(150, 200, 2000),
+                            doc="Adam steps per model (paper 5000)")
+    prompts: int | None = Int(None, min=64, max=20_000, by_profile=(2048, 4096, 4096), doc="test prompts")
+    amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump generator")
+
+    def _validate(self):
+        if self.K_deep <= self.K:
+            raise SettingError("K_deep", f"must exceed K={self.K} (the trend compares K with K_deep)")
