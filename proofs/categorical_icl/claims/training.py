@@ -91,7 +91,8 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
     def constants(self, s):
         from importlib import import_module
 
-        return dict(import_module(f"{THEORY}._paper").TRAINING_TRENDS)
+        trends = import_module(f"{THEORY}._paper").TRAINING_TRENDS
+        return {k: trends[k] for k in ("min_gd_nll_advantage_small_L", "max_gap_ratio")}
 
     def estimate(self, s):
         D = s.d + 3 * s.dprime
