@@ -202,7 +202,7 @@ def fit_structured(lay: Layout, W_e: np.ndarray, kernel: str, batch: PromptBatch
         return (1e10, np.zeros_like(v)) if g is None else (loss, g)
 
     res = minimize(for_scipy, pack(start), jac=True, method="L-BFGS-B",
-                   options={"gtol": 1e-6, "ftol": 1e-12, "maxiter": 150})
+                   options={"gtol": 1e-6, "ftol": 1e-12, "maxiter": 40})
     x = res.x
     h = 1e-4
     H = np.zeros((len(x), len(x)))
