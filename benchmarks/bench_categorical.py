@@ -69,7 +69,7 @@ for name, learner in (("GD model", _training.GDLearner(rng, tl, 25, 1, "softmax"
 
 print("default checks (standard profile):")
 for cid in ("catgd.functional-gd", "catgd.cross-attention", "catgd.construction", "catgd.single-step",
-            "catgd.equivariance", "catgd.stationarity", "catgd.training"):
+            "catgd.equivariance", "catgd.stationarity", "catgd.training", "catgd.depth"):
     t0 = time.perf_counter()
     v = check_claim(cid)
     print(f"  {cid:<24} {time.perf_counter() - t0:6.2f} s  {v.verdict}")
