@@ -151,7 +151,7 @@ class TrainingSetting(Setting):
     d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
     dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
     C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
-    N: int | None = Int(None, min=1, max=256, by_profile=(10, 20, 30),
+    N: int | None = Int(None, min=1, max=256, by_profile=(10, 10, 30),
                         doc="context length (the paper's code uses 125)")
     K: int | None = Int(None, min=1, max=4, by_profile=(1, 1, 2),
                         doc="blocks of the L-comparison (the paper's main table: 2)")
@@ -159,7 +159,7 @@ class TrainingSetting(Setting):
     x_dist: str = _xdist("cube", sample=False)
     train_sizes: tuple | None = Floats(None, positive=True, max=100_000, max_len=6,
                                        doc="training-set sizes L (default by profile: quick 64,1024; "
-                                           "standard 256,2048; thorough 512,2048,8192)")
+                                           "standard 64,2048; thorough 512,2048,8192)")
     steps: int | None = Int(None, min=10, max=20_000, by_profile=(150, 300, 2000),
                             doc="Adam steps per model (paper 5000)")
     prompts: int | None = Int(None, min=64, max=20_000, by_profile=(1024, 2048, 2048),
@@ -169,7 +169,7 @@ class TrainingSetting(Setting):
 
     def _resolve(self):
         if self.train_sizes is None:
-            self._set("train_sizes", {"quick": (64.0, 1024.0), "standard": (256.0, 2048.0),
+            self._set("train_sizes", {"quick": (64.0, 1024.0), "standard": (64.0, 2048.0),
                                       "thorough": (512.0, 2048.0, 8192.0)}[self.profile])
 
     def _validate(self):
