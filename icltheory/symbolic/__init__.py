@@ -6,5 +6,3 @@ from ._gaussian import isserlis as isserlis
 from ._gaussian import symmetric_matrix as symmetric_matrix
 from ._exact import exact as exact
 from ._exact import exact_list as exact_list
-from ._categorical import cross_attention_derivation as cross_attention_derivation
-from ._categorical import functional_gd_derivation as functional_gd_derivation

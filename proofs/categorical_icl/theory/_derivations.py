@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..core import Derivation
+from icltheory.core import Derivation
 
-__all__ = ["functional_gd_derivation", "cross_attention_derivation"]
+__all__ = ["functional_gd_derivation", "cross_attention_derivation", "softmax_expected"]
 
 
 def _matrix(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
 
 
-def _softmax_expected(W: sp.Matrix, f: sp.Matrix) -> sp.Matrix:
+def softmax_expected(W: sp.Matrix, f: sp.Matrix) -> sp.Matrix:
     logits = W.T * f
     e = [sp.exp(z) for z in logits]
     Z = sum(e)
@@ -54,14 +54,14 @@ def functional_gd_derivation(C: int = 2, dp: int = 2, dpsi: int = 1, N: int = 2)
         f"C={C}, d'={dp}, dim ψ={dpsi}, N={N}; labels y=({', '.join(str(y + 1) for y in labels)})."
     )
     fs = [A * p + b for p in psis]
-    Es = [_softmax_expected(W, f) for f in fs]
+    Es = [softmax_expected(W, f) for f in fs]
     loss = sum((sp.log(sum(sp.exp(z) for z in (W.T * f))) - (W[:, y].T * f)[0]
                 for f, y in zip(fs, labels)), sp.Integer(0)) / N
     # 1. per-example gradient in f
     fsym = _matrix("f", dp, 1)
     ell = sp.log(sum(sp.exp(z) for z in (W.T * fsym))) - (W[:, 0].T * fsym)[0]
     grad_f = sp.Matrix([sp.diff(ell, fsym[r]) for r in range(dp)])
-    d.step("gradient in f", grad_f, _softmax_expected(W, fsym) - W[:, 0],
+    d.step("gradient in f", grad_f, softmax_expected(W, fsym) - W[:, 0],
            "derivative of the log-partition is the softmax-weighted mean embedding")
     # 2. gradient in A and b
     grad_A = sp.Matrix(dp, dpsi, lambda r, s: sp.diff(loss, A[r, s]))
@@ -79,6 +79,10 @@ def functional_gd_derivation(C: int = 2, dp: int = 2, dpsi: int = 1, N: int = 2)
                                               for y, E, k in zip(labels, Es, kern)), sp.zeros(dp, 1))
     d.step("one GD step is the kernel update (bias ⇔ κ+1)", f_new, update,
            r"$f_{k+1}(x)=f_k(x)+\frac{\alpha}{N}\sum_i(w_{e,y_i}-\mathbb E_i)(\kappa(x_i,x)+1)$")
+    resid = sum(((W[:, y] - E) for y, E in zip(labels, Es)), sp.zeros(dp, 1))
+    at_zero = (f_new - A * psiq - b).subs({pp: 0 for pp in psiq})
+    d.define("bias kernel shift", sp.cancel(sp.together(at_zero[0] / (alpha / N * resid[0]))),
+             "the bias step's update at ψ(x) = 0 divided by (α/N) Σ_i (w_{e,y_i} − E_i): the +1 of κ + 1")
     # 4. matrix step Γ (no bias)
     G = _matrix("g", dp, dp)
     f_new_G = (A - G * closed_A) * psiq
@@ -88,7 +92,7 @@ def functional_gd_derivation(C: int = 2, dp: int = 2, dpsi: int = 1, N: int = 2)
            update_G.subs({bb: 0 for bb in b}),
            r"$A\leftarrow A-\Gamma\nabla_A\mathcal L$ gives $\Gamma$ in front of the residual")
     # 5. at f = 0 the expected embedding is the mean embedding
-    E0 = _softmax_expected(W, sp.zeros(dp, 1))
+    E0 = softmax_expected(W, sp.zeros(dp, 1))
     d.step("first step uses the mean embedding", E0, sum((W[:, c] for c in range(C)), sp.zeros(dp, 1)) / C,
            r"$\mathbb E(w_e)|_{f_0=0}=\bar w_e$ (all logits 0)")
     return d

@@ -1,0 +1,15 @@
+"""The categorical-ICL claims: each states "run this experiment, judge it against that
+prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mod:`..theory`).
+
+* :mod:`.exact`    — functional GD, the cross-attention, the construction, the single step;
+* :mod:`.symmetry` — equivariance, stationarity of the GD configuration;
+* :mod:`.training` — GD model against a freely trained Transformer, and the depth trend (scaled down);
+* :mod:`._common`  — the source, tolerances and shared planted errors.
+"""
+
+from .exact import Construction, CrossAttention, FunctionalGD, SingleStep
+from .symmetry import Equivariance, Stationarity
+from .training import Depth, Training
+
+CLAIMS = (FunctionalGD(), CrossAttention(), Construction(), SingleStep(), Equivariance(), Stationarity(), Training(),
+          Depth())

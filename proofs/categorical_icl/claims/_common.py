@@ -1,0 +1,61 @@
+"""What several categorical-ICL claims share: the source line, tolerances and their reasons,
+the planted errors on the shared theory and experiment code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icltheory.core import PlantedError, lazy_module
+
+theory = lazy_module("proofs.categorical_icl.theory")
+
+__all__ = ["SOURCE", "EXACT_WHY", "THEORY", "EXPERIMENTS", "term_size", "SOFTMAX_TEMPERATURE_THEORY",
+           "SCORE_TEMPERATURE_EXPERIMENT", "KERNEL_SCALE_THEORY"]
+
+SOURCE = "Wang et al., ICML 2025, arXiv 2405.17248"
+EXACT_WHY = ("exact identity evaluated in float64: a few hundred flops per entry give round-off "
+             "~1e-15; 1e-10 leaves five orders of margin and still rejects any real discrepancy")
+THEORY = "proofs.categorical_icl.theory"
+EXPERIMENTS = "proofs.categorical_icl.experiments"
+
+
+def term_size(kernel: str, X: np.ndarray, N: int, scale: float, gammas, W: np.ndarray) -> np.ndarray:
+    r"""Per-prompt size of the terms functional GD sums,
+    :math:`1+K\max_j\sum_i|\tilde\kappa_{ji}|\,\max_k\lVert\Gamma_k\rVert_2\,2\max_c\lVert w_{e,c}\rVert`:
+    float64 round-off is relative to it (the exp kernel can make it ~1e9)."""
+    kap = theory.paper().kernel(kernel, X, X[:, :N], scale)
+    return 1.0 + (np.abs(kap).sum(-1).max(-1) * max(np.linalg.norm(G, 2) for G in gammas)
+                  * 2 * np.linalg.norm(W, axis=0).max() * len(gammas))
+
+
+def _hot(orig):
+    return lambda z: orig(2.0 * z)
+
+
+#: the theory's normalised exponential at temperature 1/2 (E(w_e), readout, softmax kernel)
+SOFTMAX_TEMPERATURE_THEORY = PlantedError(
+    "theory", "the theory's softmax at the wrong temperature (logits doubled)",
+    f"{THEORY}._paper:_normalise_exp", _hot)
+
+
+def _score_hot(orig):
+    def scores(kind, q, k):
+        return orig(kind, np.sqrt(2.0) * q, np.sqrt(2.0) * k)
+    return scores
+
+
+#: the experiment's attention scores at the wrong temperature (every self-attention head)
+SCORE_TEMPERATURE_EXPERIMENT = PlantedError(
+    "measurement", "the attention heads' scores at the wrong temperature (q, k scaled by √2)",
+    f"{EXPERIMENTS}._model:_scores", _score_hot)
+
+
+def _kernel_scaled(orig):
+    def kernel(self, kernel, Xq, Xk, scale):
+        return orig(self, kernel, Xq, Xk, 2.0 * scale)
+    return kernel
+
+
+#: the theory's kernel at twice the scale s
+KERNEL_SCALE_THEORY = PlantedError("theory", "the theory's kernel κ̃ at scale 2s",
+                                   f"{THEORY}._paper:Paper.kernel", _kernel_scaled)

@@ -1,0 +1,203 @@
+r"""Settings of the categorical-ICL claims (Wang, Convertino, Cheng, Henao, Carin, ICML 2025,
+arXiv 2405.17248).
+
+**What runs is what is recorded.**  Every derived default (sample sizes by profile, training
+sizes, horizons, depths) is resolved here, so a verdict's ``setting`` re-parses to the run that
+produced it.  Plain data only: nothing here imports the theory or the experiments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icltheory.core import Choice, Float, Floats, Int, Setting, SettingError
+
+__all__ = ["KERNELS", "ERASES", "X_DISTS", "FunctionalGDSetting", "CrossAttentionSetting",
+           "ConstructionSetting", "SingleStepSetting", "EquivarianceSetting", "StationaritySetting",
+           "TrainingSetting", "DepthSetting"]
+
+#: head-1 kernels of the update head
+KERNELS = ("linear", "exp", "rbf", "laplacian", "softmax")
+#: erase-head realisations: softmax over −λ²‖x_j − x_i‖² (rbf) or over λ² x_jᵀx_i (dot)
+ERASES = ("rbf", "dot")
+#: covariate laws
+X_DISTS = ("cube", "gaussian", "sphere", "anisotropic")
+
+
+def _kernel(default: str = "rbf", sample=True):
+    return Choice(default, KERNELS, doc="head-1 kernel (linear|exp|rbf|laplacian|softmax)", sample=sample)
+
+
+def _xdist(default: str = "cube", sample=True):
+    return Choice(default, X_DISTS, sample=sample,
+                  doc="covariate law: cube U[-1,1]^d, gaussian N(0,I), unit sphere, anisotropic "
+                      "N(0, diag(σ²)) with σ geometric from 2 to 1/2")
+
+
+def _sizes(d0: int, dp0: int, c0: int, n0: int, *, dmax: int = 12, nmax: int = 64) -> type:
+    """A Setting base with the prompt-size keys d, dprime, C, N and the given defaults."""
+
+    @dataclass(frozen=True, kw_only=True)
+    class PromptSizes(Setting):
+        d: int = Int(d0, min=1, max=dmax, sample=(1, min(dmax, 6)), doc="covariate dimension")
+        dprime: int = Int(dp0, min=1, max=16, sample=(1, 6), doc="embedding dimension d'")
+        C: int = Int(c0, min=2, max=64, sample=(2, 12), doc="number of classes")
+        N: int = Int(n0, min=1, max=nmax, sample=(2, min(nmax, 12)), doc="context length")
+
+    return PromptSizes
+
+
+# =============================================================================== exact identities
+
+
+@dataclass(frozen=True, kw_only=True)
+class FunctionalGDSetting(_sizes(3, 2, 4, 6, dmax=6, nmax=16)):
+    """Parameter GD on A (explicit, complex-step gradients) against the kernel recursion."""
+
+    K: int = Int(3, min=1, max=6, sample=(1, 4), doc="GD steps")
+    x_dist: str = _xdist("gaussian")
+    prompts: int | None = Int(None, min=1, max=5000, by_profile=(50, 200, 1000),
+                              doc="number of random prompts")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossAttentionSetting(Setting):
+    """Random f and W_e: the cross-attention's output against W_e softmax(W_eᵀ f)."""
+
+    dprime: int = Int(8, min=1, max=64, sample=(1, 12), doc="embedding dimension d'")
+    C: int = Int(25, min=2, max=512, sample=(2, 40), doc="number of classes")
+    prompts: int | None = Int(None, min=1, max=100_000, by_profile=(200, 1000, 10_000),
+                              doc="number of random query vectors f")
+    f_scale: float = Float(3.0, positive=True, max=30.0, sample=(0.1, 6.0),
+                           doc="standard deviation of the random f entries")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConstructionSetting(_sizes(5, 8, 25, 10, nmax=40)):
+    """The constructed Transformer against K steps of functional GD (the issue's sizes)."""
+
+    K: int = Int(3, min=1, max=6, sample=(1, 4), doc="number of blocks (GD steps)")
+    kernel: str = _kernel("rbf")
+    erase: str = Choice("rbf", ERASES, doc="erase-head score: rbf softmax(-λ²‖x_j-x_i‖²) or "
+                        "dot softmax(λ² x_jᵀx_i)")
+    x_dist: str = _xdist("cube")
+    prompts: int | None = Int(None, min=1, max=20_000, by_profile=(300, 1000, 5000),
+                              doc="number of random prompts")
+    lam: float | None = Float(None, positive=True, max=1e8, doc="erase-head λ (default: large, "
+                              "λ² = 200 / smallest squared distance between context points)")
+    gamma: str = Choice("diag", ("scalar", "diag", "full"), sample=True,
+                        doc="form of the step matrices Γ_k")
+    scale: float = Float(1.0, positive=True, max=10.0, sample=(0.2, 2.0),
+                         doc="kernel scale s of the update head")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SingleStepSetting(_sizes(5, 8, 25, 10, nmax=40)):
+    """One head on centred tokens against one step of functional GD."""
+
+    K: int = Int(1, min=1, max=1, doc="number of GD steps (this claim is about K = 1)")
+    kernel: str = _kernel("rbf")
+    x_dist: str = _xdist("cube")
+    prompts: int | None = Int(None, min=1, max=20_000, by_profile=(300, 1000, 5000),
+                              doc="number of random prompts")
+    scale: float = Float(1.0, positive=True, max=10.0, sample=(0.2, 2.0), doc="kernel scale s")
+
+
+# =============================================================================== symmetry
+
+
+@dataclass(frozen=True, kw_only=True)
+class EquivarianceSetting(_sizes(4, 3, 6, 8, dmax=8, nmax=16)):
+    """Rotated prompts with transformed parameters; the GD structure without transformation."""
+
+    K: int = Int(2, min=1, max=4, sample=(1, 3), doc="number of blocks")
+    kernel: str = _kernel("softmax")
+    x_dist: str = _xdist("gaussian", sample=("cube", "gaussian", "sphere"))
+    prompts: int | None = Int(None, min=1, max=5000, by_profile=(100, 200, 1000),
+                              doc="number of random prompts")
+    samples: int = Int(4, min=1, max=32, sample=(1, 4), doc="random orthogonal matrices per group")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
+    """Monte Carlo gradient of the population query loss on and at the optimum of the GD set."""
+
+    K: int = Int(1, min=1, max=3, doc="number of blocks")
+    kernel: str = _kernel("softmax", sample=("softmax", "rbf", "linear"))
+    x_dist: str = _xdist("gaussian", sample=("gaussian", "cube", "sphere"))
+    prompts: int | None = Int(None, min=100, max=200_000, by_profile=(2000, 16_000, 100_000),
+                              doc="Monte Carlo antithetic pairs per sample")
+    task_scale: float = Float(2.0, positive=True, max=10.0, sample=(0.5, 3.0),
+                              doc="task prior f(x)=Ax, A_ab ~ N(0, τ²/d): τ")
+    step: float | None = Float(None, positive=True, max=100.0, doc="hand-picked step size: "
+                               "Γ_k = step·I is fixed instead of optimised (a negative control)")
+    alpha: float = Float(2e-4, positive=True, max=4e-4, doc="family-wise false-fail level of each "
+                         "Bonferroni-corrected family of z-tests")
+    gamma: str = Choice("full", ("full", "diag"), doc="form of Γ_k in the structured set S "
+                        "(diag: the off-diagonal Γ gradient is reported, not claimed)")
+    scope: str = Choice("structure", ("structure", "paper"), doc="what is asserted stationary at θ*: "
+                        "structure — the GD parametrisation's coordinates and every symmetry-breaking "
+                        "direction; paper — every free parameter of the update heads (adds the "
+                        "rotation-invariant directions outside S: untied value V_u+V_v and f→f value)")
+
+
+# =============================================================================== training
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingSetting(Setting):
+    """The scaled-down synthetic experiment: GD model against a freely trained Transformer."""
+
+    d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
+    dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
+    C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
+    N: int | None = Int(None, min=1, max=256, by_profile=(10, 10, 30),
+                        doc="context length (the paper's code uses 125)")
+    K: int | None = Int(None, min=1, max=4, by_profile=(1, 1, 2),
+                        doc="blocks of the L-comparison (the paper's main table: 2)")
+    kernel: str = _kernel("softmax", sample=False)
+    x_dist: str = _xdist("cube", sample=False)
+    train_sizes: tuple | None = Floats(None, positive=True, max=100_000, max_len=6,
+                                       doc="training-set sizes L (default by profile: quick 64,1024; "
+                                           "standard 64,2048; thorough 512,2048,8192)")
+    steps: int | None = Int(None, min=10, max=20_000, by_profile=(150, 300, 2000),
+                            doc="Adam steps per model (paper 5000)")
+    prompts: int | None = Int(None, min=64, max=20_000, by_profile=(1024, 2048, 2048),
+                              doc="test prompts (paper: 2048)")
+    amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump "
+                             "generator (PyTorch code: 10)")
+
+    def _resolve(self):
+        if self.train_sizes is None:
+            self._set("train_sizes", {"quick": (64.0, 1024.0), "standard": (64.0, 2048.0),
+                                      "thorough": (512.0, 2048.0, 8192.0)}[self.profile])
+
+    def _validate(self):
+        if any(v != int(v) or v < 16 or v > 100_000 for v in self.train_sizes) or len(self.train_sizes) < 2:
+            raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
+        if list(self.train_sizes) != sorted(set(self.train_sizes)):
+            raise SettingError("train_sizes", "must be strictly increasing")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DepthSetting(Setting):
+    """The depth trend of the GD model (more layers help), scaled down: GD models with K and K_deep
+    blocks trained on the same prompts of the synthetic generator, compared on test prompts."""
+
+    d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
+    dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
+    C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
+    N: int | None = Int(None, min=1, max=256, by_profile=(10, 10, 30), doc="context length")
+    K: int = Int(1, min=1, max=5, doc="blocks of the shallower GD model")
+    K_deep: int | None = Int(None, min=2, max=6, by_profile=(2, 2, 4), doc="blocks of the deeper GD model")
+    kernel: str = _kernel("softmax", sample=False)
+    x_dist: str = _xdist("cube", sample=False)
+    L: int | None = Int(None, min=16, max=100_000, by_profile=(512, 1024, 2048), doc="training prompts")
+    steps: int | None = Int(None, min=10, max=20_000, by_profile=(150, 200, 2000),
+                            doc="Adam steps per model (paper 5000)")
+    prompts: int | None = Int(None, min=64, max=20_000, by_profile=(2048, 4096, 4096), doc="test prompts")
+    amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump generator")
+
+    def _validate(self):
+        if self.K_deep <= self.K:
+            raise SettingError("K_deep", f"must exceed K={self.K} (the trend compares K with K_deep)")

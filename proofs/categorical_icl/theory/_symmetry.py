@@ -1,0 +1,213 @@
+r"""The symmetry behind the stationarity theorem, and what it predicts for the gradient.
+
+* :func:`parameter_map` — for an orthogonal :math:`U` acting on the covariates, the parameter
+  change under which the model on the rotated prompt has hidden states :math:`RH`
+  (:math:`R=\operatorname{diag}(U,I_{3d'})`): :math:`Q\to OQR^\top`, :math:`K\to OKR^\top`,
+  :math:`V\to RVR^\top`, :math:`Q_c\to Q_cR^\top`, :math:`V_c\to RV_c` with :math:`O=U`.
+* :func:`equivariance_derivation` — verifies the map exactly (SymPy, a rational orthogonal
+  :math:`U` from the Cayley transform, generic symbolic parameters and tokens) and that the GD
+  structure :math:`Q=bS_x,\ K=cS_x,\ V_x=0` is a fixed point of the map.
+* :func:`structural_zero_mask`, :func:`components` — the gradient entries that vanish by the
+  token layout alone, and the linear functionals of the gradient with their class: ``off``
+  (not invariant under :math:`x\to Ux`, so zero at every point of the GD set), ``in`` (the GD
+  set's own coordinates: zero at its optimum), ``tie``/``ff`` (rotation-invariant directions
+  outside the GD parametrisation: the untied value :math:`V_u+V_v` and the :math:`f\to f` value).
+
+Flat gradient order (a data format shared with the experiment): block by block, ``Q``
+(``d × D``), ``K`` (``d × D``), ``V_f`` (``d' × D``), row-major; token columns ``x, u, v, f``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from icltheory.core import Derivation
+
+__all__ = ["parameter_map", "cayley", "equivariance_derivation", "equivariance_residuals",
+           "structural_zero_mask", "components", "Component", "raw_names"]
+
+
+def cayley(d: int) -> sp.Matrix:
+    """An exact rational orthogonal matrix: the Cayley transform of a fixed rational skew matrix."""
+    S = sp.Matrix(d, d, lambda i, j: sp.Rational(i - j, 1 + i + j) if i != j else 0)
+    S = (S - S.T) / 2
+    return (sp.eye(d) - S) * (sp.eye(d) + S).inv()
+
+
+def parameter_map(U, D: int, d: int):
+    """(O, R) of the map for the orthogonal ``U`` (SymPy or numpy): O acts on query/key space
+    (score invariant under U: dot products and distances), R = diag(U, I) on tokens."""
+    if isinstance(U, sp.MatrixBase):
+        R = sp.eye(D)
+        R[:d, :d] = U
+        return U, R
+    R = np.eye(D)
+    R[:d, :d] = U
+    return U, R
+
+
+def _sym(name: str, rows: int, cols: int) -> sp.Matrix:
+    return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}{j}", real=True))
+
+
+def equivariance_residuals(d: int = 2, dp: int = 1) -> dict:
+    """Exact residuals of the map at symbolic parameters and tokens (each must be 0)."""
+    D = d + 3 * dp
+    U = cayley(d)
+    O, R = parameter_map(U, D, d)
+    Q, K, V = _sym("q", d, D), _sym("k", d, D), _sym("v", D, D)
+    Qc, Vc = _sym("qc", dp, D), _sym("vc", D, dp)
+    h, g, w = _sym("h", D, 1), _sym("g", D, 1), _sym("w", dp, 1)
+    Qt, Kt, Vt, Qct, Vct = O * Q * R.T, O * K * R.T, R * V * R.T, Qc * R.T, R * Vc
+    Rh, Rg = R * h, R * g
+    score = ((Qt * Rh).T * (Kt * Rg))[0] - ((Q * h).T * (K * g))[0]
+    dist = (Qt * Rh - Kt * Rg).T * (Qt * Rh - Kt * Rg)
+    dist = dist[0] - ((Q * h - K * g).T * (Q * h - K * g))[0]
+    xs = _sym("x", d, 1)
+    token = sp.Matrix.vstack(xs, h[d:, :])
+    rotated_token = sp.Matrix.vstack(U * xs, h[d:, :])
+    tokens = rotated_token - R * token
+    value = sp.Matrix.vstack(Vt * Rh - R * (V * h), tokens)
+    cross_q = Qct * Rh - Qc * h
+    cross_v = Vct * w - R * (Vc * w)
+    b, c = sp.symbols("b c", real=True)
+    Sx = sp.zeros(d, D)
+    Sx[:, :d] = sp.eye(d)
+    Vs = _sym("s", D, D)
+    Vs[:, :d] = sp.zeros(D, d)  # no x → anything value
+    Vs[:d, :] = sp.zeros(d, D)  # nothing written into x
+    gd = sp.Matrix.vstack(O * (b * Sx) * R.T - b * Sx, O * (c * Sx) * R.T - c * Sx, R * Vs * R.T - Vs)
+    return {"score (dot)": sp.expand(score), "score (distance)": sp.expand(dist),
+            "value": sp.expand(value), "cross query": sp.expand(cross_q),
+            "cross value": sp.expand(cross_v), "GD structure fixed": sp.expand(gd)}
+
+
+def equivariance_derivation() -> Derivation:
+    d = Derivation("equivariance of the attention model under x → Ux")
+    d.say(r"Tokens $h=[x;u;v;f]$, $R=\operatorname{diag}(U,I_{3d'})$, $U$ orthogonal (here an exact "
+          r"rational one from the Cayley transform, $d=2$, $d'=1$). With $Q\to UQR^\top$, "
+          r"$K\to UKR^\top$, $V\to RVR^\top$, $Q_c\to Q_cR^\top$, $V_c\to RV_c$ every score "
+          r"(dot product or distance of query and key) is unchanged and every value rotates by $R$, "
+          r"so block by block $H\to RH$, and the query's $f$ slot (untouched by $R$), hence the loss, "
+          r"is unchanged. The GD structure ($Q=bS_x$, $K=cS_x$, no value reading or writing $x$) "
+          r"is a fixed point of the map: there the loss itself is invariant under $x\to Ux$.")
+    for name, r in equivariance_residuals().items():
+        zero = sp.zeros(*r.shape) if isinstance(r, sp.MatrixBase) else sp.Integer(0)
+        d.step(name, r, zero, "exact rational arithmetic; the residual of the map is 0")
+    return d
+
+
+# ----------------------------------------------------------------------------- gradient structure
+
+
+def _cols(d: int, dp: int) -> list[str]:
+    return [f"{blk}{j}" for blk, n in (("x", d), ("u", dp), ("v", dp), ("f", dp)) for j in range(n)]
+
+
+def raw_names(d: int, dp: int, K: int) -> list[str]:
+    """Names of the flat gradient entries, e.g. ``Q1[2,u0]``."""
+    cols = _cols(d, dp)
+    out = []
+    for k in range(1, K + 1):
+        for label, rows in (("Q", d), ("K", d), ("V", dp)):
+            out += [f"{label}{k}[{r},{c}]" for r in range(rows) for c in cols]
+    return out
+
+
+def _slices(d: int, dp: int) -> dict:
+    return {"x": slice(0, d), "u": slice(d, d + dp), "v": slice(d + dp, d + 2 * dp),
+            "f": slice(d + 2 * dp, d + 3 * dp)}
+
+
+def structural_zero_mask(d: int, dp: int, K: int) -> np.ndarray:
+    r"""Flat boolean mask of the gradient entries that vanish at every parameter value, from the
+    token layout and the architecture alone.  Every free parameter multiplies one token slot, so an
+    entry is 0 when that slot is 0 at every token carrying upstream gradient:
+    (a) nothing writes the ``u`` slot, so the query's ``u`` is 0 in every block;
+    (b) the embedding has ``v`` = :math:`\bar w_e` = 0 and ``f`` = 0: in block 1 the ``v`` and ``f``
+    columns of ``Q``, ``K``, ``V_f`` are structurally zero;
+    (c) in block :math:`K` only the query carries upstream gradient (the loss reads its ``f``;
+    the ``v`` written afterwards is never read), so ``Q`` reading ``u`` is zero there."""
+    D = d + 3 * dp
+    sl = _slices(d, dp)
+    out = []
+    for k in range(1, K + 1):
+        mQ, mK, mV = np.zeros((d, D), bool), np.zeros((d, D), bool), np.zeros((dp, D), bool)
+        if k == 1:
+            for m in (mQ, mK, mV):
+                m[:, sl["v"]] = True
+                m[:, sl["f"]] = True
+        if k == K:
+            mQ[:, sl["u"]] = True
+        out += [mQ.ravel(), mK.ravel(), mV.ravel()]
+    return np.concatenate(out)
+
+
+@dataclass(frozen=True)
+class Component:
+    """A linear functional of the flat gradient: ``sum(coef * g[index])``."""
+
+    name: str
+    group: str
+    kind: str  # off | in | tie | ff | gamma-off
+    index: tuple
+    coef: tuple
+    fitted: bool = False
+
+
+def components(d: int, dp: int, K: int, gamma: str) -> list[Component]:
+    """The named gradient components and their class (see the module docstring); ``gamma``:
+    ``full``/``diag``/``fixed`` — which Γ entries are coordinates of the GD set (and fitted)."""
+    D = d + 3 * dp
+    sl = _slices(d, dp)
+    per_block = 2 * d * D + dp * D
+    out: list[Component] = []
+    for k in range(1, K + 1):
+        base = (k - 1) * per_block
+        for label, off in (("Q", base), ("K", base + d * D)):
+            def at(i, col, off=off):
+                return off + i * D + col
+            diag = [at(m, m) for m in range(d)]
+            for i in range(d):
+                for j in range(d):
+                    if i != j:
+                        out.append(Component(f"{label}{k}.xx[{i},{j}]", f"block {k} {label} x-block "
+                                             "off-diagonal", "off", (at(i, j),), (1.0,)))
+            if d > 1:
+                for i in range(d):
+                    coef = tuple((1.0 if m == i else 0.0) - 1.0 / d for m in range(d))
+                    out.append(Component(f"{label}{k}.xx[{i},{i}]-mean", f"block {k} {label} x-block "
+                                         "traceless diagonal", "off", tuple(diag), coef))
+            out.append(Component(f"{label}{k}.trace", f"block {k} {label} x-block trace "
+                                 f"(∂/∂{'b' if label == 'Q' else 'c'})", "in", tuple(diag),
+                                 (1.0,) * d, fitted=True))
+            for blk in ("u", "v", "f"):
+                for i in range(d):
+                    for j in range(dp):
+                        out.append(Component(f"{label}{k}.x{blk}[{i},{j}]", f"block {k} {label} reads "
+                                             f"the {blk} slot", "off", (at(i, sl[blk].start + j),), (1.0,)))
+        voff = base + 2 * d * D
+        for i in range(dp):
+            for j in range(d):
+                out.append(Component(f"V{k}.fx[{i},{j}]", f"block {k} value x→f", "off",
+                                     (voff + i * D + j,), (1.0,)))
+        for i in range(dp):
+            for j in range(dp):
+                c = sl["f"].start + j
+                out.append(Component(f"V{k}.ff[{i},{j}]", f"block {k} value f→f", "ff",
+                                     (voff + i * D + c,), (1.0,)))
+        for i in range(dp):
+            for j in range(dp):
+                uv = (voff + i * D + sl["u"].start + j, voff + i * D + sl["v"].start + j)
+                if gamma == "diag" and i != j:
+                    out.append(Component(f"V{k}.gamma[{i},{j}]", f"block {k} value Γ off-diagonal "
+                                         "(outside diagonal S)", "gamma-off", uv, (1.0, -1.0)))
+                else:
+                    out.append(Component(f"V{k}.gamma[{i},{j}]", f"block {k} value Γ direction (u−v)",
+                                         "in", uv, (1.0, -1.0), fitted=gamma != "fixed"))
+                out.append(Component(f"V{k}.tie[{i},{j}]", f"block {k} value tie direction (u+v)",
+                                     "tie", uv, (1.0, 1.0)))
+    return out
