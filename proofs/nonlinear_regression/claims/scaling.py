@@ -29,8 +29,13 @@ def sweep_cost(s) -> Cost:
             work += steps * model_a_step_cost(s.K, R) + 40.0 * s.cov_draws * s.K
             mem = max(mem, 8.0 * (R * s.K * s.K * 8 + 40_000 * R))
         else:
-            caps = sum(runs.sweep_caps(s.Ls, steps))
-            work += caps * model_b_step_cost(s.prompts, s.N, s.d)
+            # each run stops at its last threshold: the cap's horizon scaled by (L_min/L)² (the
+            # times' L⁻² law; a slower run is still bounded by its cap from sweep_caps, and by
+            # the profile's time limit)
+            Lmin = float(min(s.Ls))
+            expected = sum(min(cap, int(steps * (Lmin / float(L)) ** 2) + 50)
+                           for cap, L in zip(runs.sweep_caps(s.Ls, steps), s.Ls))
+            work += expected * model_b_step_cost(s.prompts, s.N, s.d)
             mem = max(mem, 8.0 * s.prompts * (s.N + 1) * (s.d + 8))
     return Cost(work, mem, f"L sweep of {R} runs, models {s.models}")
 
