@@ -263,6 +263,19 @@ class Derivation:
     steps: list[Step] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
 
+    @classmethod
+    def joined(cls, title: str, *parts: "Derivation") -> "Derivation":
+        """One claim's view of a paper's derivation: the named sections' terms, text and
+        (already verified) steps, in order, under one title."""
+        d = cls(title)
+        for part in parts:
+            d.text.append(f"**{part.title}.**")
+            d.text.extend(part.text)
+            d.terms.update(part.terms)
+            d.term_notes.update(part.term_notes)
+            d.steps.extend(part.steps)
+        return d
+
     def define(self, name: str, expr: Any, note: str = "") -> Any:
         """Record a named intermediate term (no verification: it is a definition)."""
         self.terms[name] = expr

@@ -82,14 +82,7 @@ class Paper:
 
     def view(self, title: str, *parts: Derivation) -> Derivation:
         """One claim's view: the named sections' terms, text and (already verified) steps."""
-        d = Derivation(title)
-        for part in parts:
-            d.text.append(f"**{part.title}.**")
-            d.text.extend(part.text)
-            d.terms.update(part.terms)
-            d.term_notes.update(part.term_notes)
-            d.steps.extend(part.steps)
-        return d
+        return Derivation.joined(title, *parts)
 
     # ---------------------------------------------------------------- lowered
     @cached_property
