@@ -122,8 +122,8 @@ class Equivariance(Claim):
         ctx.measure("equivariance_loss_change", m["equivariance"])
         ctx.measure("hidden_state_equivariance_error", m["hidden"])
         ctx.measure("gd_structure_invariance_change", m["gd_structure"])
-        loss_scale = max(1.0, m.get("loss_scale", 1.0))
-        hidden_scale = max(1.0, m.get("hidden_scale", 1.0))
+        loss_scale = max(1.0, m["loss_scale"])
+        hidden_scale = max(1.0, m["hidden_scale"])
         ctx.measure("loss_scale", loss_scale)
         ctx.close("loss unchanged (transformed parameters; and at the GD structure, untransformed)",
                   key="max_loss_change", measured=change, atol=1e-12 * loss_scale,

@@ -178,12 +178,11 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         up2, lo2 = float(q.mean() + _Z * se2), float(q.mean() - _Z * se2)
         ctx.measure("gd_nll_advantage_small_L", float(d_small.mean()))
         ctx.measure("gd_nll_advantage_large_L", float(d_big.mean()))
-        curve = {f"{nm} L={L}": m[f"{nm} L={L}"]["curve"] for nm in ("GD", "TF") for L in (small, big)}
         # refuting "GD better at L_min" relies on GD at L_min being trained; refuting "the gap
         # shrinks" on GD at L_min and TF at L_max (under-training either inflates the reversal)
-        ref1, why1 = _refutable(high1 < pred1, {f"GD L={small}": curve[f"GD L={small}"]})
-        ref2, why2 = _refutable(lo2 > 0, {f"GD L={small}": curve[f"GD L={small}"],
-                                          f"TF L={big}": curve[f"TF L={big}"]})
+        gd_small, tf_big = f"GD L={small}", f"TF L={big}"
+        ref1, why1 = _refutable(high1 < pred1, {gd_small: m[gd_small]["curve"]})
+        ref2, why2 = _refutable(lo2 > 0, {gd_small: m[gd_small]["curve"], tf_big: m[tf_big]["curve"]})
         ctx.condition(f"GD NLL below trained TF at L={small} (advantage > {pred1:g})", _three_way(low1 > pred1, ref1),
                       key="min_gd_nll_advantage_small_L", measured={"mean": float(d_small.mean()), "lower": low1, "upper": high1},
                       why=f"one-sided paired z-bound (false-fail 2e-4) over {n} test prompts (exact-label NLL)",
