@@ -50,14 +50,24 @@ CALL_OVERHEAD = 2e4
 LU_EFFICIENCY = 0.05
 
 
-def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float, lu_flops: float | None = None) -> float:
-    """A priori work (flop-equivalents) of ``steps`` accepted steps of an implicit solver on n
-    states, counted as :func:`integrate_adaptive` counts it, with the ratios BDF shows on
-    gradient flows: ≈ 3 right-hand sides per step, a factorisation every 5 steps (``lu_flops``
-    each, default a dense LU ⅔n³), a Jacobian every 50."""
+#: per solver, as seen on gradient flows (benchmarks/bench_adaptive.py): right-hand sides per
+#: accepted step, accepted steps per LU factorisation, accepted steps per Jacobian, and accepted
+#: steps relative to BDF at the same tolerances.  LSODA refactorises only with a new Jacobian,
+#: and takes Adams steps (no factorisation) while the flow is not stiff.
+_SOLVER_RATIOS = {"BDF": (3.0, 5.0, 50.0, 1.0), "LSODA": (2.0, 20.0, 20.0, 1.5)}
+
+
+def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float, lu_flops: float | None = None,
+                  method: str = "BDF") -> float:
+    """A priori work (flop-equivalents) of ``steps`` accepted BDF steps' worth of an implicit
+    solver on n states, counted as :func:`integrate_adaptive` counts it, with the ratios the
+    solver shows on gradient flows (:data:`_SOLVER_RATIOS`; BDF: ≈ 3 right-hand sides per step, a
+    factorisation every 5 steps, a Jacobian every 50); ``lu_flops``: one factorisation (default
+    a dense LU ⅔n³)."""
+    fun_per, lu_every, jac_every, more_steps = _SOLVER_RATIOS[method]
     lu = (2.0 / 3.0) * n**3 if lu_flops is None else lu_flops
-    return steps * (STEP_OVERHEAD + 3.0 * (fun_cost + CALL_OVERHEAD)
-                    + (jac_cost + CALL_OVERHEAD) / 50.0 + LU_EFFICIENCY * lu / 5.0)
+    return more_steps * steps * (STEP_OVERHEAD + fun_per * (fun_cost + CALL_OVERHEAD)
+                                 + (jac_cost + CALL_OVERHEAD) / jac_every + LU_EFFICIENCY * lu / lu_every)
 
 
 @dataclass

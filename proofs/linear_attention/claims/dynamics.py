@@ -83,22 +83,24 @@ def _simulator_ok(ctx, s, ra, label: str = "simulator (a)") -> tuple[bool, bool]
     return True, ra.steps >= s.steps
 
 
-def _flow_steps(s, n_learn: int) -> float:
-    """Expected accepted steps of one adaptive row: ≈ 25 per decade of the horizon (in GD steps)
-    per plateau crossed (n_learn drops and the settling), × (1 + ½ log10(1e-6/rtol)) — a fit with
-    margin to the measured runs (benchmarks/bench_adaptive.py: 440–1550 steps per row at the
-    figures' settings, 3100 at D = 16)."""
-    return 25.0 * (n_learn + 1) * max(math.log10(s.steps), 1.0) * max(1.0, 1.0 + 0.5 * math.log10(1e-6 / s.rtol))
+def _flow_steps(s, n_learn: int, R: int = 1) -> float:
+    """Expected accepted BDF steps of one adaptive row (:func:`adaptive_work` scales them per
+    solver): ≈ 25 per decade of the horizon (in GD steps) per plateau crossed — the ⌈n_learn/R⌉
+    stages and the settling, and half a plateau for each direction that escapes with a stage's
+    leader (a rank-R head's directions leave one by one) — × (1 + ½ log10(1e-6/rtol)); a fit with
+    margin to the measured runs (benchmarks/bench_adaptive.py: 1000–3000 LSODA steps per row at
+    the figures' settings, 4500 at D = 16)."""
+    stages = -(-n_learn // R)
+    plateaus = stages + 1 + 0.5 * (n_learn - stages)
+    return 25.0 * plateaus * max(math.log10(s.steps), 1.0) * max(1.0, 1.0 + 0.5 * math.log10(1e-6 / s.rtol))
 
 
 def _flow_row_work(s, R: int, n_learn: int) -> float:
-    """Work of one adaptive population row (n = H + 2HRD states, analytic Jacobian; rows above
-    the flows' Woodbury size are factorised by heads' blocks plus the rank-D² coupling)."""
+    """Work of one adaptive population row (n = H + 2HRD states, analytic Jacobian, LSODA: its
+    factorisations are dense)."""
     n = s.H + 2 * s.H * R * s.D
-    m, k = 1 + 2 * R * s.D, s.D**2
-    lu = (2.0 * s.H * m**3 + 2.0 * n * m * k + 2.0 * n * k * k + 2.0 * k**3
-          if n > ex.flows._WOODBURY_STATES else None)
-    return adaptive_work(n, _flow_steps(s, n_learn), 6.0 * s.H * R * s.D**2, 0.1 * n * n * s.D**2 + 4.0 * n * n, lu)
+    return adaptive_work(n, _flow_steps(s, n_learn, R), 6.0 * s.H * R * s.D**2, 0.1 * n * n * s.D**2 + 4.0 * n * n,
+                         method="LSODA")
 
 
 #: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop)
@@ -260,7 +262,7 @@ class SaddleToSaddle(Claim):
             n_learn = min(s.D, s.H * s.R)
             a = s.seeds * _flow_row_work(s, s.R, n_learn)
             nb = s.H * (D + 1) * (1 + s.R) + s.H * s.R * D
-            b = s.fs_seeds * (2.0 * s.P * F * F + adaptive_work(nb, _flow_steps(s, n_learn), 4.0 * F * F, nb * 4.0 * F * F)) \
+            b = s.fs_seeds * (2.0 * s.P * F * F + adaptive_work(nb, _flow_steps(s, n_learn, s.R), 4.0 * F * F, nb * 4.0 * F * F)) \
                 if s.fs_seeds else 0.0
             return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
                         what=f"adaptive flow × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
