@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ..core import NumericalTrouble
 
@@ -31,6 +30,8 @@ class FlowSolution:
 
 def integrate_flow(fun, y0, t_eval, *, rtol: float = 1e-12, atol: float | None = None,
                    method: str = "DOP853", jac=None) -> FlowSolution:
+    from scipy.integrate import solve_ivp  # not at import: the command line starts without SciPy's ODE stack
+
     y0 = np.asarray(y0, dtype=float)
     scale = float(np.min(np.abs(y0[y0 != 0]))) if np.any(y0 != 0) else 1.0
     if atol is None:
