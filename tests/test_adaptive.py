@@ -116,7 +116,7 @@ def test_batched_rows_equal_single_rows():
 
 @pytest.mark.parametrize("R", [1, 4])
 def test_lsoda_matches_bdf(R):
-    """The default solver (LSODA: Adams/BDF switching, one row per solver) against BDF (batched
+    """The default solver (LSODA: Adams/BDF switching, the rows in one solver) against BDF (batched
     or structured Newton solves): the same learning times and trajectory.  Both control their
     local error to rtol = 1e-9; the global error of a time read off a plateau's exit is larger by
     the exit's sensitivity to the state (≈ ln of the plateau's length), so 1e-6 relative."""
@@ -127,7 +127,7 @@ def test_lsoda_matches_bdf(R):
               budget=1e13)
     a = flows.separate_population_flow(s.lam, s.N, p0, method="LSODA", **kw)
     b = flows.separate_population_flow(s.lam, s.N, p0, method="BDF", **kw)
-    assert a.solver["method"] == "LSODA" and a.solver["groups"] == [[0], [1]]
+    assert a.solver["method"] == "LSODA" and a.solver["groups"] == [[0, 1]]
     assert np.sum(np.isfinite(a.solver["events"])) == 2 * n_learn
     assert np.allclose(a.solver["events"], b.solver["events"], rtol=1e-6, equal_nan=True)
     n = min(a.t.size, b.t.size)

@@ -232,8 +232,11 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
     return rhs, jac, split, costs
 
 
-#: rows integrated together (one solver, block-diagonal LU) up to this many states in all
-_BATCH_STATES = 600
+#: rows integrated together (one solver, sharing its steps and Python overhead) up to this many
+#: states in all, per method: BDF factorises the block-diagonal Newton matrix block by block;
+#: LSODA factorises it whole (dense), which pays while it stays small (Fig. 3's six rows of 45
+#: states: 0.7 s against 1.3 s one row at a time)
+_BATCH_STATES = {"LSODA": 300, "BDF": 600}
 #: a row with more states than this is solved through its Jacobian's structure (heads' blocks
 #: plus the rank-D² coupling through M, by the Woodbury identity) instead of a dense LU
 _WOODBURY_STATES = 300
@@ -251,12 +254,12 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     from ``t_first``.  A direction's *learning time* (its learned fraction M_dd/m*_d crossing ½:
     a plateau's exit) is an event located on the solver's dense output.
 
-    ``method``: ``"LSODA"`` (default; one solver per row: Adams steps while the flow is not stiff
-    — on the plateaus and the drops — and BDF steps with the analytic Jacobian in the wells,
-    switched by the solver's own stiffness detection; 2–3× faster than BDF alone on these flows,
-    ``benchmarks/bench_adaptive.py``) or ``"BDF"`` (rows of the same rank share one solver, its
-    LU done per row, while they fit in :data:`_BATCH_STATES` states; rows above
-    :data:`_WOODBURY_STATES` states are solved through the Jacobian's structure).
+    Rows of the same rank share one solver while they fit in :data:`_BATCH_STATES` states.
+    ``method``: ``"LSODA"`` (default: Adams steps while the flow is not stiff — on the plateaus
+    and the drops — and BDF steps with the analytic Jacobian in the wells, switched by the
+    solver's own stiffness detection; 2–3× faster than BDF alone on these flows,
+    ``benchmarks/bench_adaptive.py``) or ``"BDF"`` (its Newton matrices factorised per row; a
+    row above :data:`_WOODBURY_STATES` states solved through the Jacobian's structure).
 
     ``atol`` is ``atol_rel`` × the rms initial weight of the group.  ``budget``: flop-equivalents
     for all rows together, counted from the solver's own work; a group that exhausts it stops
@@ -277,13 +280,13 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     n_learn = np.broadcast_to(np.asarray(n_learn), (S,))
     ranks = [int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))),
                         initial=0)) + 1 for k in range(S)]
-    if method not in ("LSODA", "BDF"):
+    if method not in _BATCH_STATES:
         raise ValueError(f"unknown method {method!r}")
     groups: list[list[int]] = []
     for k in range(S):
         n_row = H + 2 * H * ranks[k] * D
-        g = next((g for g in groups if ranks[g[0]] == ranks[k] and (len(g) + 1) * n_row <= max(n_row, _BATCH_STATES)),
-                 None) if method == "BDF" else None
+        g = next((g for g in groups if ranks[g[0]] == ranks[k] and (len(g) + 1) * n_row <= _BATCH_STATES[method]),
+                 None)
         if g is None:
             groups.append([k])
         else:
