@@ -19,8 +19,8 @@ small fraction of a step.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
+from icltheory.backends import NumpyBackend
 from icltheory.core import NumericalTrouble
 from icltheory.dynamics import Trace, run_gd
 
@@ -30,9 +30,13 @@ __all__ = ["attention", "scaled_covariance", "PopulationGD", "run_population", "
 PER_DECADE = 2000
 
 
+_NP = NumpyBackend()
+
+
 def attention(B: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of the logits (SciPy)."""
-    return special.softmax(B, axis=-1)
+    """Row-wise softmax of the logits (the numpy backend's: SciPy's arithmetic, without its
+    per-call dispatch)."""
+    return _NP.softmax(B, axis=-1)
 
 
 def scaled_covariance(C: np.ndarray, L) -> np.ndarray:
