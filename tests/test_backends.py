@@ -110,6 +110,25 @@ def test_namespace_operations_agree():
         assert np.array_equal(xp.to_numpy(xp.swapaxes(b, 0, 2)), np.swapaxes(a, 0, 2))
         assert xp.to_numpy(xp.zeros((2, 3))).shape == (2, 3)
         assert xp.all_finite(b) and not xp.all_finite(xp.asarray(np.where(a > 0, np.inf, a)))
+        ls = xp.to_numpy(xp.log_softmax(b, axis=-1))
+        assert np.all(np.isfinite(ls)) and np.allclose(np.exp(ls), sm, rtol=1e-13, atol=1e-300)
+        assert np.allclose(ls, np.log(sm), rtol=1e-13, atol=1e-13)  # the same function, not just finite
+        assert np.allclose(xp.to_numpy(xp.sum(b, axis=1)), a.sum(1), rtol=1e-14)
+        assert xp.to_numpy(xp.sum(b, axis=-1, keepdims=True)).shape == (3, 4, 1)
+        assert xp.to_numpy(xp.sum(b, keepdims=True)).shape == (1, 1, 1)
+        assert np.isclose(float(xp.sum(b)), a.sum(), rtol=1e-13)
+        small = a / 30.0
+        assert np.allclose(xp.to_numpy(xp.exp(xp.asarray(small))), np.exp(small), rtol=1e-15)
+        assert np.allclose(xp.to_numpy(xp.sqrt(xp.abs(b))), np.sqrt(np.abs(a)), rtol=1e-15)
+        assert np.array_equal(xp.to_numpy(xp.sign(b)), np.sign(a))
+        assert np.array_equal(xp.to_numpy(xp.diagonal(b[0])), np.diagonal(a[0]))
+        assert np.array_equal(xp.to_numpy(xp.stack([b[0], b[1]], axis=1)), np.stack([a[0], a[1]], axis=1))
+        assert xp.to_numpy(xp.stack([xp.sum(b), xp.sum(b)])).shape == (2,)
+        rows = xp.asindex(np.array([2, 0, 2]))
+        assert np.array_equal(xp.to_numpy(b[rows]), a[[2, 0, 2]])  # gather
+        c = xp.zeros((3, 3))
+        c[rows[:2], xp.asindex(np.array([1, 2]))] = 5.0  # scatter
+        assert np.array_equal(xp.to_numpy(c), np.array([[0, 0, 5.0], [0, 0, 0], [0, 5.0, 0]]))
     from icltheory.backends import namespace_of
 
     assert namespace_of(tb.asarray(a)).name == "torch" and namespace_of(a).name == "numpy"
