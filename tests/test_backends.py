@@ -201,3 +201,164 @@ def test_empirical_moments_torch_matches_numpy():
     b = models.empirical_moments(X, y, xp=tb)
     assert np.allclose(a.C, b.C, rtol=1e-12, atol=1e-14) and np.allclose(a.g, b.g, rtol=1e-12, atol=1e-14)
     assert a.s == b.s and (a.A, a.B, a.D) == (b.A, b.B, b.D)
+
+
+# ------------------------------------------------------------------ categorical ICL: model and trainer
+
+from dataclasses import replace  # noqa: E402
+
+from proofs.categorical_icl.experiments import _data as cat_data  # noqa: E402
+from proofs.categorical_icl.experiments import _model as cat_model  # noqa: E402
+from proofs.categorical_icl.experiments import _training as cat_training  # noqa: E402
+
+
+def _catgd_random_model(rng, kinds, lay, C, r=3):
+    """Blocks with one head per kind in ``kinds[b]`` and a free cross-attention (numpy)."""
+    D = lay.D
+    blocks = []
+    for pair in kinds:
+        heads = [cat_model.Head(0.3 * rng.standard_normal((r, D)), 0.3 * rng.standard_normal((r, D)),
+                                0.3 * rng.standard_normal((D, D)), kind) for kind in pair]
+        cross = cat_model.Cross(0.3 * rng.standard_normal((4, D)), 0.3 * rng.standard_normal((4, lay.dp)),
+                                0.3 * rng.standard_normal((D, lay.dp)))
+        blocks.append(cat_model.Block(heads, cross))
+    return cat_model.Model(lay, *(rng.standard_normal((lay.dp, C)) for _ in range(4)), blocks)
+
+
+def _catgd_on(xp, model):
+    """``model`` with every parameter array moved onto the namespace ``xp``."""
+    a = xp.asarray
+    blocks = [cat_model.Block([replace(h, Q=a(h.Q), K=a(h.K), V=a(h.V)) for h in blk.heads],
+                              replace(blk.cross, Qc=a(blk.cross.Qc), Kc=a(blk.cross.Kc), Vc=a(blk.cross.Vc)))
+              for blk in model.blocks]
+    return replace(model, W_u=a(model.W_u), W_v=a(model.W_v), W_x=a(model.W_x), W_ro=a(model.W_ro),
+                   blocks=blocks)
+
+
+def _flat_grads(g, xp):
+    """name → numpy array for every per-prompt gradient of :func:`cat_model.backward`."""
+    out = {k: xp.to_numpy(g[k]) for k in ("W_u", "W_v", "W_x", "W_ro", "X")}
+    for b, gb in enumerate(g["blocks"]):
+        for h, gh in enumerate(gb["heads"]):
+            out.update({f"b{b}h{h}{m}": xp.to_numpy(v) for m, v in gh.items()})
+        out.update({f"b{b}c{m}": xp.to_numpy(v) for m, v in gb["cross"].items()})
+    return out
+
+
+@pytest.mark.parametrize("kinds", [(("linear", "softmax"), ("exp", "softmax_negsq")),
+                                   (("rbf", "laplacian"), ("softmax", "delta"))])
+def test_catgd_forward_backward_torch_matches_numpy(kinds):
+    """One forward pass and the hand-written backprop of the categorical-ICL model, every head
+    kind, on both backends: the same logits, loss and per-prompt gradients."""
+    tb = _torch_or_skip()
+    nb = NumpyBackend()
+    rng = np.random.default_rng(8)
+    lay, C, N, B = cat_model.layout(3, 2), 5, 6, 4
+    model = _catgd_random_model(rng, kinds, lay, C)
+    X = rng.standard_normal((B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    target = cat_model.softmax(rng.standard_normal((B, C)), -1)
+    res = []
+    for xp in (nb, tb):
+        m, Xb, yb, tg = _catgd_on(xp, model), xp.asarray(X), xp.asindex(y), xp.asarray(target)
+        logits, hidden, cache = cat_model.forward(m, Xb, yb, xp=xp)
+        loss = xp.to_numpy(cat_model.query_loss(logits, tg, xp))
+        res.append((xp.to_numpy(logits), loss, _flat_grads(cat_model.backward(m, Xb, yb, tg, logits, cache, xp), xp)))
+    (la, lossa, ga), (lb, lossb, gb) = res
+    # one pass in float64 that differs only in summation order (BLAS/einsum/softmax reductions):
+    # a few ulps times a few hundred operations per entry, ≲ 1e-13 of the array's scale
+    assert np.allclose(la, lb, rtol=1e-12, atol=1e-13 * np.abs(la).max())
+    assert np.allclose(lossa, lossb, rtol=1e-12, atol=1e-13)
+    assert ga.keys() == gb.keys() and len(ga) == 5 + 2 * (2 * 3) + 2 * 3
+    for k in ga:
+        scale = max(np.abs(ga[k]).max(), 1e-300)
+        assert np.allclose(ga[k], gb[k], rtol=1e-12, atol=1e-12 * scale), k
+    assert np.abs(ga["b0h0Q"]).max() > 0 and np.abs(ga["W_u"]).max() > 0  # a real gradient, not zeros
+
+
+def _catgd_problem():
+    rng = np.random.default_rng(0)
+    lay = cat_model.layout(3, 2)
+    gen = dict(d=3, N=6, W_true=rng.standard_normal((2, 5)), amplitude=10.0)
+    return lay, cat_data.synthetic_dataset(rng, 400, **gen), cat_data.synthetic_dataset(rng, 64, **gen)
+
+
+_CATGD_STEPS = 100
+
+
+@pytest.mark.parametrize("learner", ["GD", "TF"])
+def test_catgd_trainer_torch_matches_numpy(learner):
+    """The catgd trainer (Adam, clipping, early stopping) on both backends: the same loss
+    trajectory and the same kept parameters.  Two blocks; the GD model and the free Transformer."""
+    tb = _torch_or_skip()
+    lay, train_set, val_set = _catgd_problem()
+    runs = []
+    for xp in (NumpyBackend(), tb):
+        if learner == "GD":
+            lrn, lr = cat_training.GDLearner(np.random.default_rng(5), lay, 5, 2, "softmax"), 1e-2
+        else:
+            lrn, lr = cat_training.TFLearner(np.random.default_rng(5), lay, 5, 2), 1e-3
+        curve = cat_training.train(lrn, train_set, val_set, np.random.default_rng(6), steps=_CATGD_STEPS,
+                                   batch=32, lr=lr, clip=10.0, eval_every=10, xp=xp)
+        runs.append((np.array(curve), lrn.params, cat_training.evaluate(lrn, val_set, xp=xp), lr))
+    (ca, pa, ea, lr), (cb, pb, eb, _) = runs
+    assert np.array_equal(ca[:, 0], cb[:, 0])
+    # the losses: float64 on both, different summation orders; 100 Adam steps amplify the
+    # ~1e-16 per-step differences by far less than 1e4 (observed ≈ 2e-16)
+    assert np.allclose(ca[:, 1:], cb[:, 1:], rtol=1e-12, atol=0.0)
+    # the kept parameters: the same relative agreement, plus an absolute allowance for the
+    # directions whose exact gradient is 0 (the softmax is invariant to a score shift common to
+    # all keys, e.g. the keys' weights on the v-slot, which every context token shares): there
+    # the computed gradient is round-off (~1e-16 of the gradient scale ~1), which Adam turns
+    # into steps of at most lr·1e-16/eps = lr·1e-8 each (eps = 1e-8), different on the two
+    # backends; over the run at most steps·lr·1e-8 (observed ≈ 1e-12·lr/1e-3)
+    noise = _CATGD_STEPS * lr * 1e-8
+    assert pa.keys() == pb.keys()
+    for k in pa:
+        assert np.allclose(pa[k], pb[k], rtol=1e-10, atol=noise), k
+    assert np.allclose(ea[0], eb[0], rtol=1e-12) and np.allclose(ea[2], eb[2], rtol=1e-12)
+    assert np.array_equal(ea[1], eb[1])
+    # the runs learned something (not a trivial match of untrained models): the kept
+    # validation loss is below the first look's
+    assert ca[:, 2].min() < ca[0, 2] and int(ca[np.argmin(ca[:, 2]), 0]) > 10
+
+
+def _assert_close_tree(a, b, path=""):
+    """Every float of two measured dicts within rtol 1e-10; everything else equal."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _assert_close_tree(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, float):
+        assert np.isclose(a, b, rtol=1e-10, atol=1e-13), (path, a, b)
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
+def test_catgd_claims_same_verdict_on_torch(claim_id):
+    """The two training claims at --profile quick on numpy and on torch: the same verdict and the
+    same measured numbers.  Tolerance 1e-10: float64 on both, summation orders differ; four (three)
+    runs of 150 Adam steps move the test NLLs by ~1e-16 relative (observed), and the directions Adam
+    drives with round-off (see the trainer test) do not change the loss."""
+    _torch_or_skip()
+    from icltheory.core import run_check
+
+    c = get_claim(claim_id)
+    vn = run_check(c, c.setting({"profile": "quick"}))
+    vt = run_check(c, c.setting({"profile": "quick", "backend": "torch"}))
+    assert vn.verdict == vt.verdict == "holds"
+    assert vt.setting["backend"] == "torch" and vn.setting["backend"] == "numpy"
+    _assert_close_tree(vn.measured, vt.measured)
+    assert [ch.passed for ch in vn.checks] == [ch.passed for ch in vt.checks]
+
+
+@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
+def test_catgd_missing_torch_is_one_line_exit_2(claim_id, monkeypatch, capsys):
+    monkeypatch.setattr(TorchBackend, "available", classmethod(lambda cls: (False, "needs PyTorch")))
+    from icltheory._cli import main as cli
+
+    code = cli(["check", claim_id, "--set", "backend=torch", "--profile", "quick"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "backend" in err and "needs PyTorch" in err
+
