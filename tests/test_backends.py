@@ -63,12 +63,10 @@ def test_the_kernel_matches_a_plain_numpy_loop():
 
 @pytest.mark.parametrize("separate", [False, True])
 def test_torch_matches_numpy(separate):
-    pytest.importorskip("torch")
-    if not TorchBackend.available()[0]:
-        pytest.skip("torch present but not importable")
+    tb = _torch_or_skip()
     model, m, p = _problem(separate=separate)
     a, pa = training.train_quadratic(model, m, p, lr=0.01, steps=300, record_every=10, xp=NumpyBackend())
-    b, pb = training.train_quadratic(model, m, p, lr=0.01, steps=300, record_every=10, xp=TorchBackend())
+    b, pb = training.train_quadratic(model, m, p, lr=0.01, steps=300, record_every=10, xp=tb)
     assert np.array_equal(a.steps, b.steps)
     # the same kernel in float64, different summation order: 300 steps amplify 1e-16 by ≲ 1e3
     assert np.allclose(a["loss"], b["loss"], rtol=1e-10, atol=1e-12)
@@ -77,9 +75,7 @@ def test_torch_matches_numpy(separate):
 
 
 def test_sigmoid_with_torch_backend():
-    pytest.importorskip("torch")
-    if not TorchBackend.available()[0]:
-        pytest.skip("torch present but not importable")
+    _torch_or_skip()
     c = get_claim("linattn.merged.sigmoid")
     from icltheory.core import run_check
 
@@ -88,9 +84,12 @@ def test_sigmoid_with_torch_backend():
 
 
 def _torch_or_skip():
-    pytest.importorskip("torch")
-    if not TorchBackend.available()[0]:
-        pytest.skip("torch present but not importable")
+    """The torch backend, or a skip: torch missing, or installed but not importable (a broken
+    install raises a plain ImportError or OSError, which ``pytest.importorskip`` reports as an
+    error since pytest 9, not as a skip)."""
+    ok, why = TorchBackend.available()
+    if not ok:
+        pytest.skip(f"torch backend unavailable: {why}")
     return TorchBackend()
 
 
