@@ -63,12 +63,10 @@ def test_the_kernel_matches_a_plain_numpy_loop():
 
 @pytest.mark.parametrize("separate", [False, True])
 def test_torch_matches_numpy(separate):
-    pytest.importorskip("torch")
-    if not TorchBackend.available()[0]:
-        pytest.skip("torch present but not importable")
+    tb = _torch_or_skip()
     model, m, p = _problem(separate=separate)
     a, pa = training.train_quadratic(model, m, p, lr=0.01, steps=300, record_every=10, xp=NumpyBackend())
-    b, pb = training.train_quadratic(model, m, p, lr=0.01, steps=300, record_every=10, xp=TorchBackend())
+    b, pb = training.train_quadratic(model, m, p, lr=0.01, steps=300, record_every=10, xp=tb)
     assert np.array_equal(a.steps, b.steps)
     # the same kernel in float64, different summation order: 300 steps amplify 1e-16 by ≲ 1e3
     assert np.allclose(a["loss"], b["loss"], rtol=1e-10, atol=1e-12)
@@ -77,9 +75,7 @@ def test_torch_matches_numpy(separate):
 
 
 def test_sigmoid_with_torch_backend():
-    pytest.importorskip("torch")
-    if not TorchBackend.available()[0]:
-        pytest.skip("torch present but not importable")
+    _torch_or_skip()
     c = get_claim("linattn.merged.sigmoid")
     from icltheory.core import run_check
 
@@ -88,9 +84,12 @@ def test_sigmoid_with_torch_backend():
 
 
 def _torch_or_skip():
-    pytest.importorskip("torch")
-    if not TorchBackend.available()[0]:
-        pytest.skip("torch present but not importable")
+    """The torch backend, or a skip: torch missing, or installed but not importable (a broken
+    install raises a plain ImportError or OSError, which ``pytest.importorskip`` reports as an
+    error since pytest 9, not as a skip)."""
+    ok, why = TorchBackend.available()
+    if not ok:
+        pytest.skip(f"torch backend unavailable: {why}")
     return TorchBackend()
 
 
@@ -110,6 +109,25 @@ def test_namespace_operations_agree():
         assert np.array_equal(xp.to_numpy(xp.swapaxes(b, 0, 2)), np.swapaxes(a, 0, 2))
         assert xp.to_numpy(xp.zeros((2, 3))).shape == (2, 3)
         assert xp.all_finite(b) and not xp.all_finite(xp.asarray(np.where(a > 0, np.inf, a)))
+        ls = xp.to_numpy(xp.log_softmax(b, axis=-1))
+        assert np.all(np.isfinite(ls)) and np.allclose(np.exp(ls), sm, rtol=1e-13, atol=1e-300)
+        assert np.allclose(ls, np.log(sm), rtol=1e-13, atol=1e-13)  # the same function, not just finite
+        assert np.allclose(xp.to_numpy(xp.sum(b, axis=1)), a.sum(1), rtol=1e-14)
+        assert xp.to_numpy(xp.sum(b, axis=-1, keepdims=True)).shape == (3, 4, 1)
+        assert xp.to_numpy(xp.sum(b, keepdims=True)).shape == (1, 1, 1)
+        assert np.isclose(float(xp.sum(b)), a.sum(), rtol=1e-13)
+        small = a / 30.0
+        assert np.allclose(xp.to_numpy(xp.exp(xp.asarray(small))), np.exp(small), rtol=1e-15)
+        assert np.allclose(xp.to_numpy(xp.sqrt(xp.abs(b))), np.sqrt(np.abs(a)), rtol=1e-15)
+        assert np.array_equal(xp.to_numpy(xp.sign(b)), np.sign(a))
+        assert np.array_equal(xp.to_numpy(xp.diagonal(b[0])), np.diagonal(a[0]))
+        assert np.array_equal(xp.to_numpy(xp.stack([b[0], b[1]], axis=1)), np.stack([a[0], a[1]], axis=1))
+        assert xp.to_numpy(xp.stack([xp.sum(b), xp.sum(b)])).shape == (2,)
+        rows = xp.asindex(np.array([2, 0, 2]))
+        assert np.array_equal(xp.to_numpy(b[rows]), a[[2, 0, 2]])  # gather
+        c = xp.zeros((3, 3))
+        c[rows[:2], xp.asindex(np.array([1, 2]))] = 5.0  # scatter
+        assert np.array_equal(xp.to_numpy(c), np.array([[0, 0, 5.0], [0, 0, 0], [0, 5.0, 0]]))
     from icltheory.backends import namespace_of
 
     assert namespace_of(tb.asarray(a)).name == "torch" and namespace_of(a).name == "numpy"
@@ -182,3 +200,194 @@ def test_empirical_moments_torch_matches_numpy():
     b = models.empirical_moments(X, y, xp=tb)
     assert np.allclose(a.C, b.C, rtol=1e-12, atol=1e-14) and np.allclose(a.g, b.g, rtol=1e-12, atol=1e-14)
     assert a.s == b.s and (a.A, a.B, a.D) == (b.A, b.B, b.D)
+
+
+# ------------------------------------------------------------------ categorical ICL: model and trainer
+
+from dataclasses import replace  # noqa: E402
+
+from proofs.categorical_icl.experiments import _data as cat_data  # noqa: E402
+from proofs.categorical_icl.experiments import _model as cat_model  # noqa: E402
+from proofs.categorical_icl.experiments import _training as cat_training  # noqa: E402
+
+
+def _catgd_random_model(rng, kinds, lay, C, r=3):
+    """Blocks with one head per kind in ``kinds[b]`` and a free cross-attention (numpy)."""
+    D = lay.D
+    blocks = []
+    for pair in kinds:
+        heads = [cat_model.Head(0.3 * rng.standard_normal((r, D)), 0.3 * rng.standard_normal((r, D)),
+                                0.3 * rng.standard_normal((D, D)), kind) for kind in pair]
+        cross = cat_model.Cross(0.3 * rng.standard_normal((4, D)), 0.3 * rng.standard_normal((4, lay.dp)),
+                                0.3 * rng.standard_normal((D, lay.dp)))
+        blocks.append(cat_model.Block(heads, cross))
+    return cat_model.Model(lay, *(rng.standard_normal((lay.dp, C)) for _ in range(4)), blocks)
+
+
+def _catgd_on(xp, model):
+    """``model`` with every parameter array moved onto the namespace ``xp``."""
+    a = xp.asarray
+    blocks = [cat_model.Block([replace(h, Q=a(h.Q), K=a(h.K), V=a(h.V)) for h in blk.heads],
+                              replace(blk.cross, Qc=a(blk.cross.Qc), Kc=a(blk.cross.Kc), Vc=a(blk.cross.Vc)))
+              for blk in model.blocks]
+    return replace(model, W_u=a(model.W_u), W_v=a(model.W_v), W_x=a(model.W_x), W_ro=a(model.W_ro),
+                   blocks=blocks)
+
+
+def _flat_grads(g, xp):
+    """name → numpy array for every per-prompt gradient of :func:`cat_model.backward`."""
+    out = {k: xp.to_numpy(g[k]) for k in ("W_u", "W_v", "W_x", "W_ro", "X")}
+    for b, gb in enumerate(g["blocks"]):
+        for h, gh in enumerate(gb["heads"]):
+            out.update({f"b{b}h{h}{m}": xp.to_numpy(v) for m, v in gh.items()})
+        out.update({f"b{b}c{m}": xp.to_numpy(v) for m, v in gb["cross"].items()})
+    return out
+
+
+@pytest.mark.parametrize("kinds", [(("linear", "softmax"), ("exp", "softmax_negsq")),
+                                   (("rbf", "laplacian"), ("softmax", "delta"))])
+def test_catgd_forward_backward_torch_matches_numpy(kinds):
+    """One forward pass and the hand-written backprop of the categorical-ICL model, every head
+    kind, on both backends: the same logits, loss and per-prompt gradients."""
+    tb = _torch_or_skip()
+    nb = NumpyBackend()
+    rng = np.random.default_rng(8)
+    lay, C, N, B = cat_model.layout(3, 2), 5, 6, 4
+    model = _catgd_random_model(rng, kinds, lay, C)
+    X = rng.standard_normal((B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    target = cat_model.softmax(rng.standard_normal((B, C)), -1)
+    res = []
+    for xp in (nb, tb):
+        m, Xb, yb, tg = _catgd_on(xp, model), xp.asarray(X), xp.asindex(y), xp.asarray(target)
+        logits, hidden, cache = cat_model.forward(m, Xb, yb, xp=xp)
+        loss = xp.to_numpy(cat_model.query_loss(logits, tg, xp))
+        res.append((xp.to_numpy(logits), loss, _flat_grads(cat_model.backward(m, Xb, yb, tg, logits, cache, xp), xp)))
+    (la, lossa, ga), (lb, lossb, gb) = res
+    # one pass in float64 that differs only in summation order (BLAS/einsum/softmax reductions):
+    # a few ulps times a few hundred operations per entry, ≲ 1e-13 of the array's scale
+    assert np.allclose(la, lb, rtol=1e-12, atol=1e-13 * np.abs(la).max())
+    assert np.allclose(lossa, lossb, rtol=1e-12, atol=1e-13)
+    assert ga.keys() == gb.keys() and len(ga) == 5 + 2 * (2 * 3) + 2 * 3
+    for k in ga:
+        scale = max(np.abs(ga[k]).max(), 1e-300)
+        assert np.allclose(ga[k], gb[k], rtol=1e-12, atol=1e-12 * scale), k
+    assert np.abs(ga["b0h0Q"]).max() > 0 and np.abs(ga["W_u"]).max() > 0  # a real gradient, not zeros
+
+
+def _catgd_problem():
+    rng = np.random.default_rng(0)
+    lay = cat_model.layout(3, 2)
+    gen = dict(d=3, N=6, W_true=rng.standard_normal((2, 5)), amplitude=10.0)
+    return lay, cat_data.synthetic_dataset(rng, 400, **gen), cat_data.synthetic_dataset(rng, 64, **gen)
+
+
+_CATGD_STEPS = 100
+
+
+@pytest.mark.parametrize("learner", ["GD", "TF"])
+def test_catgd_trainer_torch_matches_numpy(learner):
+    """The catgd trainer (Adam, clipping, early stopping) on both backends: the same loss
+    trajectory and the same kept parameters.  Two blocks; the GD model and the free Transformer."""
+    tb = _torch_or_skip()
+    lay, train_set, val_set = _catgd_problem()
+    runs = []
+    for xp in (NumpyBackend(), tb):
+        if learner == "GD":
+            lrn, lr = cat_training.GDLearner(np.random.default_rng(5), lay, 5, 2, "softmax"), 1e-2
+        else:
+            lrn, lr = cat_training.TFLearner(np.random.default_rng(5), lay, 5, 2), 1e-3
+        curve = cat_training.train(lrn, train_set, val_set, np.random.default_rng(6), steps=_CATGD_STEPS,
+                                   batch=32, lr=lr, clip=10.0, eval_every=10, xp=xp)
+        runs.append((np.array(curve), lrn.params, cat_training.evaluate(lrn, val_set, xp=xp), lr))
+    (ca, pa, ea, lr), (cb, pb, eb, _) = runs
+    assert np.array_equal(ca[:, 0], cb[:, 0])
+    # the losses: float64 on both, different summation orders; 100 Adam steps amplify the
+    # ~1e-16 per-step differences by far less than 1e4 (observed ≈ 2e-16)
+    assert np.allclose(ca[:, 1:], cb[:, 1:], rtol=1e-12, atol=0.0)
+    # the kept parameters: the same relative agreement, plus an absolute allowance for the
+    # directions whose exact gradient is 0 (the softmax is invariant to a score shift common to
+    # all keys, e.g. the keys' weights on the v-slot, which every context token shares): there
+    # the computed gradient is round-off (~1e-16 of the gradient scale ~1), which Adam turns
+    # into steps of at most lr·1e-16/eps = lr·1e-8 each (eps = 1e-8), different on the two
+    # backends; over the run at most steps·lr·1e-8 (observed ≈ 1e-12·lr/1e-3)
+    noise = _CATGD_STEPS * lr * 1e-8
+    assert pa.keys() == pb.keys()
+    for k in pa:
+        assert np.allclose(pa[k], pb[k], rtol=1e-10, atol=noise), k
+    assert np.allclose(ea[0], eb[0], rtol=1e-12) and np.allclose(ea[2], eb[2], rtol=1e-12)
+    assert np.array_equal(ea[1], eb[1])
+    # the runs learned something (not a trivial match of untrained models): the kept
+    # validation loss is below the first look's
+    assert ca[:, 2].min() < ca[0, 2] and int(ca[np.argmin(ca[:, 2]), 0]) > 10
+
+
+def _assert_close_tree(a, b, path=""):
+    """Every float of two measured dicts within rtol 1e-10; everything else equal."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _assert_close_tree(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, float):
+        assert np.isclose(a, b, rtol=1e-10, atol=1e-13), (path, a, b)
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
+def test_catgd_claims_same_verdict_on_torch(claim_id):
+    """The two training claims at --profile quick on numpy and on torch: the same verdict and the
+    same measured numbers.  Tolerance 1e-10: float64 on both, summation orders differ; four (three)
+    runs of 150 Adam steps move the test NLLs by ~1e-16 relative (observed), and the directions Adam
+    drives with round-off (see the trainer test) do not change the loss."""
+    _torch_or_skip()
+    from icltheory.core import run_check
+
+    c = get_claim(claim_id)
+    vn = run_check(c, c.setting({"profile": "quick"}))
+    vt = run_check(c, c.setting({"profile": "quick", "backend": "torch"}))
+    assert vn.verdict == vt.verdict == "holds"
+    assert vt.setting["backend"] == "torch" and vn.setting["backend"] == "numpy"
+    _assert_close_tree(vn.measured, vt.measured)
+    assert [ch.passed for ch in vn.checks] == [ch.passed for ch in vt.checks]
+
+
+@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
+def test_catgd_missing_torch_is_one_line_exit_2(claim_id, monkeypatch, capsys):
+    monkeypatch.setattr(TorchBackend, "available", classmethod(lambda cls: (False, "needs PyTorch")))
+    from icltheory._cli import main as cli
+
+    code = cli(["check", claim_id, "--set", "backend=torch", "--profile", "quick"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "backend" in err and "needs PyTorch" in err
+
+
+# ------------------------------------------------------------------ linear attention: rank R > 1
+
+
+def test_separate_finite_sample_rank_2_torch_matches_numpy():
+    """Simulator (b) of linattn.separate.saddle-to-saddle (empirical moments, then full-batch GD
+    of the whole ATTN_S model) at rank R = 2 on both backends; a second seed row of rank 1 (its
+    padded pair must stay exactly zero on both)."""
+    tb = _torch_or_skip()
+    lam, N, H, steps, lr = [1.0, 0.5, 0.2], 6, 2, 300, 0.05
+    X, y = data.sample_sequences(600, N, np.diag(lam), np.random.default_rng(11))
+    p = training.init_separate(np.random.default_rng(12), 2, H, [2, 1], len(lam), 0.3, full=True)
+    assert p["K"].shape[2] == 2
+    runs = []
+    for xp in (NumpyBackend(), tb):
+        mom = models.empirical_moments(X, y, chunk=256, xp=xp)  # three chunks
+        runs.append((mom, training.finite_sample_separate(mom, p, lam, N, H=H, lr=lr, steps=steps, xp=xp)))
+    (ma, a), (mb, b) = runs
+    # moments: sums of 600 products in float64, chunked the same way, summed in different orders
+    assert np.allclose(ma.C, mb.C, rtol=1e-12, atol=1e-14) and np.allclose(ma.g, mb.g, rtol=1e-12, atol=1e-14)
+    assert np.array_equal(a.t, b.t) and a.steps == b.steps == steps
+    # 300 GD steps on a quadratic-feature model amplify ~1e-16 differences by ≲ 1e3 (observed 4e-16)
+    assert np.allclose(a.loss, b.loss, rtol=1e-11, atol=0.0)
+    assert np.allclose(a.train_loss, b.train_loss, rtol=1e-11, atol=0.0)
+    assert np.allclose(a.M, b.M, rtol=1e-10, atol=1e-13)
+    for k in a.params:
+        assert np.allclose(a.params[k], b.params[k], rtol=1e-10, atol=1e-13), k
+    for run in (a, b):  # the rank-1 row's second pair is exactly zero (∂K_r ∝ Q_r, ∂Q_r ∝ K_r)
+        assert not np.any(run.params["K"][1, :, 1]) and not np.any(run.params["Q"][1, :, 1])
+        assert np.all(run.train_loss[:, -1] < 0.7 * run.train_loss[:, 0])  # both rows learned

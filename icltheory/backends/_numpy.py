@@ -27,6 +27,9 @@ class NumpyBackend(Backend):
     def asarray(self, a):
         return np.array(a, dtype=np.float64, copy=True)
 
+    def asindex(self, a):
+        return np.asarray(a, dtype=np.intp)
+
     def einsum(self, spec, *operands):
         return np.einsum(spec, *operands)
 
@@ -36,11 +39,37 @@ class NumpyBackend(Backend):
     def swapaxes(self, a, i, j):
         return np.swapaxes(a, i, j)
 
+    def stack(self, arrays, axis=0):
+        return np.stack(arrays, axis=axis)
+
+    def diagonal(self, a):
+        return np.diagonal(a)
+
+    def exp(self, a):
+        return np.exp(a)
+
+    def sqrt(self, a):
+        return np.sqrt(a)
+
+    def abs(self, a):
+        return np.abs(a)
+
+    def sign(self, a):
+        return np.sign(a)
+
     def softmax(self, a, axis=-1):
         # SciPy's arithmetic (shift by the max, exponentiate, divide by the sum), without its
         # array-API dispatch, which costs ≈ 50 µs a call in the small GD loops that call it
         e = np.exp(a - np.max(a, axis=axis, keepdims=True))
         return e / np.sum(e, axis=axis, keepdims=True)
+
+    def log_softmax(self, a, axis=-1):
+        from scipy import special
+
+        return special.log_softmax(a, axis=axis)
+
+    def sum(self, a, axis=None, keepdims=False):
+        return np.sum(a, axis=axis, keepdims=keepdims)
 
     def mean(self, a, axis=None):
         return np.mean(a, axis=axis)

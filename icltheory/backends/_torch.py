@@ -52,6 +52,11 @@ class TorchBackend(Backend):
         return self._torch.tensor(np.asarray(a, dtype=np.float64), dtype=self._torch.float64,
                                   device=self._device)
 
+    def asindex(self, a):
+        if isinstance(a, self._torch.Tensor):
+            return a.to(device=self._device, dtype=self._torch.long)
+        return self._torch.as_tensor(np.asarray(a, dtype=np.int64), device=self._device)
+
     def einsum(self, spec, *operands):
         return self._torch.einsum(spec, *operands)
 
@@ -61,8 +66,35 @@ class TorchBackend(Backend):
     def swapaxes(self, a, i, j):
         return self._torch.transpose(a, i, j)
 
+    def stack(self, arrays, axis=0):
+        return self._torch.stack(list(arrays), dim=axis)
+
+    def diagonal(self, a):
+        return self._torch.diagonal(a)
+
+    def exp(self, a):
+        return self._torch.exp(a)
+
+    def sqrt(self, a):
+        return self._torch.sqrt(a)
+
+    def abs(self, a):
+        return self._torch.abs(a)
+
+    def sign(self, a):
+        return self._torch.sign(a)
+
     def softmax(self, a, axis=-1):
         return self._torch.softmax(a, dim=axis)
+
+    def log_softmax(self, a, axis=-1):
+        return self._torch.log_softmax(a, dim=axis)
+
+    def sum(self, a, axis=None, keepdims=False):
+        if axis is None:
+            total = self._torch.sum(a)
+            return total.reshape((1,) * a.ndim) if keepdims else total
+        return self._torch.sum(a, dim=axis, keepdim=keepdims)
 
     def mean(self, a, axis=None):
         return self._torch.mean(a) if axis is None else self._torch.mean(a, dim=axis)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from icltheory.backends import BACKEND_NAMES, get_backend
 from icltheory.core import Choice, Float, Floats, Int, Setting, SettingError
 
 __all__ = ["KERNELS", "ERASES", "X_DISTS", "FunctionalGDSetting", "CrossAttentionSetting",
@@ -32,6 +33,11 @@ def _xdist(default: str = "cube", sample=True):
     return Choice(default, X_DISTS, sample=sample,
                   doc="covariate law: cube U[-1,1]^d, gaussian N(0,I), unit sphere, anisotropic "
                       "N(0, diag(σ²)) with σ geometric from 2 to 1/2")
+
+
+def _backend():
+    return Choice("numpy", BACKEND_NAMES, doc="array backend of the trainer: forward, backprop and Adam "
+                  "(torch: float64, CUDA when present; an optional extra)")
 
 
 def _sizes(d0: int, dp0: int, c0: int, n0: int, *, dmax: int = 12, nmax: int = 64) -> type:
@@ -166,6 +172,7 @@ class TrainingSetting(Setting):
                               doc="test prompts (paper: 2048)")
     amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump "
                              "generator (PyTorch code: 10)")
+    backend: str = _backend()
 
     def _resolve(self):
         if self.train_sizes is None:
@@ -177,6 +184,7 @@ class TrainingSetting(Setting):
             raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
         if list(self.train_sizes) != sorted(set(self.train_sizes)):
             raise SettingError("train_sizes", "must be strictly increasing")
+        get_backend(self.backend)  # an unavailable optional backend is a setting error
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,7 +205,9 @@ class DepthSetting(Setting):
                             doc="Adam steps per model (paper 5000)")
     prompts: int | None = Int(None, min=64, max=20_000, by_profile=(2048, 4096, 4096), doc="test prompts")
     amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump generator")
+    backend: str = _backend()
 
     def _validate(self):
         if self.K_deep <= self.K:
             raise SettingError("K_deep", f"must exceed K={self.K} (the trend compares K with K_deep)")
+        get_backend(self.backend)  # an unavailable optional backend is a setting error

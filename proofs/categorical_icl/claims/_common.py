@@ -47,8 +47,8 @@ SOFTMAX_TEMPERATURE_THEORY = PlantedError(
 
 
 def _score_hot(orig):
-    def scores(kind, q, k):
-        return orig(kind, np.sqrt(2.0) * q, np.sqrt(2.0) * k)
+    def scores(kind, q, k, *rest):
+        return orig(kind, np.sqrt(2.0) * q, np.sqrt(2.0) * k, *rest)
     return scores
 
 

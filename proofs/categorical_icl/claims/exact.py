@@ -109,7 +109,8 @@ class CrossAttention(Claim):
         SOFTMAX_TEMPERATURE_THEORY,
         PlantedError("measurement", "the cross-attention's scores doubled",
                      f"{EXPERIMENTS}._model:_cross_forward",
-                     lambda orig: (lambda cr, H, W_x: orig(type(cr)(2.0 * cr.Qc, cr.Kc, cr.Vc, cr.frozen), H, W_x))),
+                     lambda orig: (lambda cr, H, W_x, *xp: orig(type(cr)(2.0 * cr.Qc, cr.Kc, cr.Vc, cr.frozen),
+                                                                H, W_x, *xp))),
     )
 
     def constants(self, s):

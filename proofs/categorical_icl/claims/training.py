@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings import DepthSetting, TrainingSetting
@@ -73,14 +74,15 @@ class Training(Claim):
     source = SOURCE + ", §5 (synthetic experiments); numbers from the authors' notebooks"
     provenance = "summary's claim"
     setting_type = TrainingSetting
+    backends = ("numpy", "torch")
     statement = (r"\mathrm{NLL}_{\rm GD}(L_{\min})<\mathrm{NLL}_{\rm TF}(L_{\min}),\quad\mathrm{gap}(L_{"
                  r"\max})<\rho\,\mathrm{gap}(L_{\min})")
     explanation = r"""
 Scaled-down synthetic experiment ($C=25$, $d'=5$, $d=10$, the RBF-bump generator with
-$\lambda_{\rm data}$ = `amplitude`, $x\sim U[-1,1]^d$). Both models are really trained (numpy,
-hand-written backprop, Adam, early stopping on a validation set): the **GD model** (the construction
-with learned $W_e$, diagonal steps $\alpha_k$ and kernel scale) and a **freely trained Transformer** of
-the same topology (2 softmax heads + free cross-attention per block, free $E_u,E_v$). Trend claims (the
+$\lambda_{\rm data}$ = `amplitude`, $x\sim U[-1,1]^d$). Both models are really trained
+(hand-written backprop on numpy, or on torch with `backend=torch`; Adam, early stopping on a
+validation set): the **GD model** (the construction with learned $W_e$, diagonal steps $\alpha_k$
+and kernel scale) and a **freely trained Transformer** of the same topology (2 softmax heads + free cross-attention per block, free $E_u,E_v$). Trend claims (the
 paper gives no tolerances): (1) at the smallest training-set size $L$ the GD model's test NLL is lower
 than the Transformer's (one-sided paired z-bound over the test prompts, exact-label NLL); (2) the NLL
 gap shrinks as $L$ grows ($\text{gap}(L_{\max})<\rho\,\text{gap}(L_{\min})$, one-sided paired z-bound).
@@ -131,14 +133,15 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
         sizes = [int(v) for v in s.train_sizes]
         pool = ex.data.synthetic_dataset(run.rng(4), sizes[-1], **gen)
-        cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10))
+        xp = get_backend(s.backend)
+        cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), xp=xp)
         out = {"bayes_accuracy": float(np.mean(np.argmax(test.p_query, 1) == test.y_query))}
         for j, L in enumerate(sizes):
             part = pool.take(slice(0, L))
             for name, learner, lr in (("GD", tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel), 1e-2),
                                       ("TF", tr.TFLearner(run.rng(5), lay, s.C, s.K), 3e-3)):
                 curve = tr.train(learner, part, val, run.rng(6, L), lr=lr, **cfg)
-                nll, correct, nll_exact = tr.evaluate(learner, test)
+                nll, correct, nll_exact = tr.evaluate(learner, test, xp=xp)
                 res = {"accuracy": float(correct.mean()), "nll": float(nll.mean()), "nll_exact": nll_exact,
                        "curve": curve}
                 if name == "TF":
@@ -201,11 +204,12 @@ class Depth(Claim):
     source = SOURCE + ", §5 (synthetic experiments, depth table); numbers from the authors' notebooks"
     provenance = "summary's claim"
     setting_type = DepthSetting
+    backends = ("numpy", "torch")
     statement = r"\mathrm{NLL}_{\rm GD}^{(K_{\rm deep})}<\mathrm{NLL}_{\rm GD}^{(K)}\quad(K<K_{\rm deep},\ \text{same }L)"
     explanation = r"""
 The GD model (the construction with learned $W_e$, diagonal steps $\alpha_k$ and kernel scale; exact
-δ erase, exact cross-attention) with `K` blocks is trained (numpy backprop, Adam, early stopping) on
-`L` prompts of the synthetic RBF-bump generator; then two models continue from it for the same
+δ erase, exact cross-attention) with `K` blocks is trained (hand-written backprop on numpy or
+torch, Adam, early stopping) on `L` prompts of the synthetic RBF-bump generator; then two models continue from it for the same
 number of steps on the same prompts: the `K`-block model itself, and the `K_deep`-block model made
 from it with the extra blocks' steps at 0 (so it starts as the same function); the two are compared by the exact-label test NLL on the same test prompts. The warm start is a
 scaled-down device (the paper trains each depth from scratch): it removes the optimisation noise of
@@ -242,7 +246,8 @@ training run per model: an unresolved gain is no evidence against the paper).
         val = ex.data.synthetic_dataset(run.rng(2), 512, **gen)
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
         train = ex.data.synthetic_dataset(run.rng(4), s.L, **gen)
-        cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), lr=1e-2)
+        xp = get_backend(s.backend)
+        cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), lr=1e-2, xp=xp)
         out = {}
         first = tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel)
         tr.train(first, train, val, run.rng(6), **cfg)
@@ -256,7 +261,7 @@ training run per model: an unresolved gain is no evidence against the paper).
             g.params = {"W": start["W"].copy(), "r": start["r"].copy(),
                         "alpha": np.concatenate([start["alpha"], np.zeros((K - s.K, s.dprime))])}
             curve = tr.train(g, train, val, run.rng(7), **cfg)
-            nll, correct, nll_exact = tr.evaluate(g, test)
+            nll, correct, nll_exact = tr.evaluate(g, test, xp=xp)
             out[f"K={K}"] = {"nll_exact": nll_exact, "accuracy": float(correct.mean()), "curve": curve}
             run.tick((j + 2) / 3, f"training the GD model with {K} blocks")
         return out

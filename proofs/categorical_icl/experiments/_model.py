@@ -19,7 +19,12 @@ kind                attention weight :math:`a_{ji}` from :math:`q_j=Qh_j`, :math
 ``delta``           :math:`\delta_{ij}` for context rows, 0 for the query (idealised erase)
 ==================  =======================================================
 
-The softmax is SciPy's (:func:`scipy.special.softmax`); nothing here knows functional GD.
+The forward pass, the loss and the backprop are written once against an array namespace ``xp``
+(:mod:`icltheory.backends`; keyword ``xp``, numpy by default): the parameters, tokens and label
+indices are arrays of that namespace (``xp.asarray``, ``xp.asindex``), so the same code trains on
+numpy or on torch (float64).  On numpy the softmax is SciPy's (:func:`scipy.special.softmax`);
+the constructions below (:func:`gd_model`, :func:`random_model`, …) build numpy parameters.
+Nothing here knows functional GD.
 """
 
 from __future__ import annotations
@@ -29,12 +34,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import log_softmax, softmax
 
+from icltheory.backends import NumpyBackend
+
 __all__ = ["HEAD_KINDS", "Layout", "layout", "Head", "Cross", "Block", "Model", "embed", "forward",
            "backward", "query_loss", "cross_attention", "erase_head", "update_head", "exact_cross",
            "gd_model", "softmax", "log_softmax"]
 
 HEAD_KINDS = ("linear", "exp", "rbf", "laplacian", "softmax", "softmax_negsq", "delta")
 _MEAN_KINDS = ("linear", "exp", "rbf", "laplacian")
+NUMPY = NumpyBackend()
 
 
 @dataclass(frozen=True)
@@ -122,82 +130,86 @@ class Model:
     blocks: list[Block] = field(default_factory=list)
 
 
-def embed(model: Model, X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def embed(model: Model, X, labels, xp=NUMPY):
+    """Tokens ``(B, T, D)``: ``X`` (B, T, d) and ``labels`` (B, N) an ``xp`` array and index array."""
     lay = model.lay
     B, T, _ = X.shape
     N = labels.shape[1]
     C = model.W_u.shape[1]
-    H = np.zeros((B, T, lay.D))
+    H = xp.zeros((B, T, lay.D))
     H[:, :, lay.x] = X
     H[:, :N, lay.u] = model.W_u.T[labels]
-    H[:, :, lay.v] = model.W_v @ np.full(C, 1.0 / C)
+    H[:, :, lay.v] = model.W_v @ xp.asarray(np.full(C, 1.0 / C))
     return H
 
 
-def _scores(kind: str, q: np.ndarray, k: np.ndarray):
+def _scores(kind: str, q, k, xp=NUMPY):
     """Pre-normalisation scores ``g`` (B, T, N) and the attention weights ``a``."""
     N = k.shape[1]
     if kind in ("linear", "exp", "softmax"):
-        g = q @ k.transpose(0, 2, 1)
+        g = q @ xp.swapaxes(k, 1, 2)
     elif kind in ("rbf", "softmax_negsq"):
-        g = -(np.sum(q * q, -1)[:, :, None] + np.sum(k * k, -1)[:, None, :]
-              - 2.0 * q @ k.transpose(0, 2, 1))
+        g = -(xp.sum(q * q, -1)[:, :, None] + xp.sum(k * k, -1)[:, None, :]
+              - 2.0 * q @ xp.swapaxes(k, 1, 2))
     elif kind == "laplacian":
-        g = -np.sum(np.abs(q[:, :, None, :] - k[:, None, :, :]), axis=-1)
+        g = -xp.sum(xp.abs(q[:, :, None, :] - k[:, None, :, :]), axis=-1)
     else:
         raise ValueError(f"unknown head kind {kind!r}; valid: {', '.join(HEAD_KINDS)}")
     if kind == "linear":
         a = g / N
     elif kind in _MEAN_KINDS:
         with np.errstate(under="ignore"):
-            a = np.exp(g) / N
+            a = xp.exp(g) / N
     else:
-        a = softmax(g, axis=-1)
+        a = xp.softmax(g, axis=-1)
     return g, a
 
 
-def _head_forward(head: Head, H: np.ndarray, N: int):
+def _head_forward(head: Head, H, N: int, xp=NUMPY):
     Hc = H[:, :N]
     val = Hc @ head.V.T
     if head.kind == "delta":
         B, T, _ = H.shape
-        a = np.zeros((B, T, N))
-        a[:, np.arange(N), np.arange(N)] = 1.0
+        a = xp.zeros((B, T, N))
+        diag = xp.asindex(np.arange(N))
+        a[:, diag, diag] = 1.0
         return a @ val, {"a": a, "val": val}
     q = H @ head.Q.T
     k = Hc @ head.K.T
-    g, a = _scores(head.kind, q, k)
+    g, a = _scores(head.kind, q, k, xp)
     return a @ val, {"a": a, "val": val, "q": q, "k": k, "g": g}
 
 
-def _cross_forward(cr: Cross, H: np.ndarray, W_x: np.ndarray):
+def _cross_forward(cr: Cross, H, W_x, xp=NUMPY):
     q = H @ cr.Qc.T  # (B,T,p)
     kc = (cr.Kc @ W_x).T  # (C,p)
     vals = (cr.Vc @ W_x).T  # (C,D)
-    a = softmax(q @ kc.T, axis=-1)  # (B,T,C)
+    a = xp.softmax(q @ kc.T, axis=-1)  # (B,T,C)
     return a @ vals, {"q": q, "kc": kc, "vals": vals, "a": a}
 
 
-def cross_attention(cr: Cross, H: np.ndarray, W_x: np.ndarray) -> np.ndarray:
+def cross_attention(cr: Cross, H, W_x, xp=NUMPY):
     """The cross-attention's output (the residual increment) for tokens ``H``."""
-    return _cross_forward(cr, H, W_x)[0]
+    return _cross_forward(cr, H, W_x, xp)[0]
 
 
-def forward(model: Model, X: np.ndarray, labels: np.ndarray, *, keep: bool = False):
+def forward(model: Model, X, labels, *, keep: bool = False, xp=NUMPY):
     """Run the model.  Returns ``(logits (B,C), hidden list, cache)``.
 
-    ``hidden[k]`` is the token array after block ``k`` (``hidden[0]`` the embedding).
+    ``hidden[k]`` is the token array after block ``k`` (``hidden[0]`` the embedding).  ``X``,
+    ``labels`` and the model's parameters are arrays of the namespace ``xp`` (numpy by default;
+    ``labels`` an index array, :meth:`~icltheory.backends.Backend.asindex`).
     """
     N = labels.shape[1]
-    H = embed(model, X, labels)
+    H = embed(model, X, labels, xp)
     hidden = [H]
     cache = []
     for blk in model.blocks:
         Hin = H
-        outs = [_head_forward(h, Hin, N) for h in blk.heads]
+        outs = [_head_forward(h, Hin, N, xp) for h in blk.heads]
         Hmid = Hin + sum(o for o, _ in outs)
         if blk.cross is not None:
-            cout, ccache = _cross_forward(blk.cross, Hmid, model.W_x)
+            cout, ccache = _cross_forward(blk.cross, Hmid, model.W_x, xp)
             Hout = Hmid + cout
         else:
             ccache = None
@@ -210,73 +222,73 @@ def forward(model: Model, X: np.ndarray, labels: np.ndarray, *, keep: bool = Fal
     return logits, hidden, {"blocks": cache, "fq": fq, "N": N}
 
 
-def query_loss(logits: np.ndarray, target: np.ndarray) -> np.ndarray:
+def query_loss(logits, target, xp=NUMPY):
     """Per-prompt cross-entropy :math:`-\\sum_c q_c\\log\\hat p_c` against a target distribution."""
-    return -np.sum(target * log_softmax(logits, -1), axis=-1)
+    return -xp.sum(target * xp.log_softmax(logits, -1), axis=-1)
 
 
-def _dscores(kind: str, a: np.ndarray, da: np.ndarray, N: int) -> np.ndarray:
+def _dscores(kind: str, a, da, N: int, xp=NUMPY):
     if kind == "linear":
         return da / N
     if kind in _MEAN_KINDS:
         return da * a
-    return a * (da - np.sum(a * da, axis=-1, keepdims=True))
+    return a * (da - xp.sum(a * da, axis=-1, keepdims=True))
 
 
-def _head_backward(head: Head, c: dict, H: np.ndarray, dout: np.ndarray, N: int):
+def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY):
     Hc = H[:, :N]
     a, val = c["a"], c["val"]
-    dval = a.transpose(0, 2, 1) @ dout  # (B,N,D)
-    grads = {} if head.frozen else {"V": dval.transpose(0, 2, 1) @ Hc}
-    dH = np.zeros_like(H)
+    dval = xp.swapaxes(a, 1, 2) @ dout  # (B,N,D)
+    grads = {} if head.frozen else {"V": xp.swapaxes(dval, 1, 2) @ Hc}
+    dH = xp.zeros(tuple(H.shape))
     dH[:, :N] += dval @ head.V
     if head.kind == "delta":
         if not head.frozen:
-            grads["Q"] = np.zeros((H.shape[0],) + head.Q.shape)
-            grads["K"] = np.zeros((H.shape[0],) + head.K.shape)
+            grads["Q"] = xp.zeros((H.shape[0],) + tuple(head.Q.shape))
+            grads["K"] = xp.zeros((H.shape[0],) + tuple(head.K.shape))
         return grads, dH
     q, k = c["q"], c["k"]
-    da = dout @ val.transpose(0, 2, 1)  # (B,T,N)
-    dg = _dscores(head.kind, a, da, N)
+    da = dout @ xp.swapaxes(val, 1, 2)  # (B,T,N)
+    dg = _dscores(head.kind, a, da, N, xp)
     if head.kind in ("linear", "exp", "softmax"):
         dq = dg @ k
-        dk = dg.transpose(0, 2, 1) @ q
+        dk = xp.swapaxes(dg, 1, 2) @ q
     elif head.kind in ("rbf", "softmax_negsq"):
-        dq = -2.0 * q * np.sum(dg, -1)[:, :, None] + 2.0 * dg @ k
-        dk = -2.0 * k * np.sum(dg, 1)[:, :, None] + 2.0 * dg.transpose(0, 2, 1) @ q
+        dq = -2.0 * q * xp.sum(dg, -1)[:, :, None] + 2.0 * dg @ k
+        dk = -2.0 * k * xp.sum(dg, 1)[:, :, None] + 2.0 * xp.swapaxes(dg, 1, 2) @ q
     else:  # laplacian
-        sgn = np.sign(q[:, :, None, :] - k[:, None, :, :])
-        dq = -np.einsum("bji,bjir->bjr", dg, sgn)
-        dk = np.einsum("bji,bjir->bir", dg, sgn)
+        sgn = xp.sign(q[:, :, None, :] - k[:, None, :, :])
+        dq = -xp.einsum("bji,bjir->bjr", dg, sgn)
+        dk = xp.einsum("bji,bjir->bir", dg, sgn)
     if not head.frozen:
-        grads["Q"] = dq.transpose(0, 2, 1) @ H
-        grads["K"] = dk.transpose(0, 2, 1) @ Hc
+        grads["Q"] = xp.swapaxes(dq, 1, 2) @ H
+        grads["K"] = xp.swapaxes(dk, 1, 2) @ Hc
     dH += dq @ head.Q
     dH[:, :N] += dk @ head.K
     return grads, dH
 
 
-def _cross_backward(cr: Cross, c: dict, H: np.ndarray, dout: np.ndarray, W_x: np.ndarray):
+def _cross_backward(cr: Cross, c: dict, H, dout, W_x, xp=NUMPY):
     q, kc, vals, a = c["q"], c["kc"], c["vals"], c["a"]
     da = dout @ vals.T  # (B,T,C)
-    dg = a * (da - np.sum(a * da, -1, keepdims=True))
+    dg = a * (da - xp.sum(a * da, -1, keepdims=True))
     dq = dg @ kc  # (B,T,p)
     if cr.frozen:
         return {}, dq @ cr.Qc, None
-    dvals = a.transpose(0, 2, 1) @ dout  # (B,C,D) per prompt
-    dkc = dg.transpose(0, 2, 1) @ q  # (B,C,p)
+    dvals = xp.swapaxes(a, 1, 2) @ dout  # (B,C,D) per prompt
+    dkc = xp.swapaxes(dg, 1, 2) @ q  # (B,C,p)
     grads = {
-        "Qc": dq.transpose(0, 2, 1) @ H,
-        "Kc": dkc.transpose(0, 2, 1) @ W_x.T,
-        "Vc": dvals.transpose(0, 2, 1) @ W_x.T,
+        "Qc": xp.swapaxes(dq, 1, 2) @ H,
+        "Kc": xp.swapaxes(dkc, 1, 2) @ W_x.T,
+        "Vc": xp.swapaxes(dvals, 1, 2) @ W_x.T,
     }
-    dW_x = (dkc @ cr.Kc).transpose(0, 2, 1) + (dvals @ cr.Vc).transpose(0, 2, 1)
+    dW_x = xp.swapaxes(dkc @ cr.Kc, 1, 2) + xp.swapaxes(dvals @ cr.Vc, 1, 2)
     return grads, dq @ cr.Qc, dW_x
 
 
-def backward(model: Model, X: np.ndarray, labels: np.ndarray, target: np.ndarray,
-             logits: np.ndarray, cache: dict):
-    """Per-prompt gradients of :func:`query_loss` (hand-written reverse mode).
+def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY):
+    """Per-prompt gradients of :func:`query_loss` (hand-written reverse mode), on the namespace
+    ``xp`` of :func:`forward`.
 
     Returns a dict with ``blocks`` (a list, per block, of ``{"heads": [{"Q","K","V"}],
     "cross": {"Qc","Kc","Vc"}}``), ``W_u``, ``W_v``, ``W_x``, ``W_ro`` and ``X``; every
@@ -285,35 +297,35 @@ def backward(model: Model, X: np.ndarray, labels: np.ndarray, target: np.ndarray
     lay = model.lay
     N = cache["N"]
     B = X.shape[0]
-    p = softmax(logits, -1)
-    dlogits = p * np.sum(target, -1, keepdims=True) - target
-    grads: dict = {"W_ro": np.einsum("bd,bc->bdc", cache["fq"], dlogits)}
-    dH = np.zeros((B, X.shape[1], lay.D))
+    p = xp.softmax(logits, -1)
+    dlogits = p * xp.sum(target, -1, keepdims=True) - target
+    grads: dict = {"W_ro": xp.einsum("bd,bc->bdc", cache["fq"], dlogits)}
+    dH = xp.zeros((B, X.shape[1], lay.D))
     dH[:, -1, lay.f] = dlogits @ model.W_ro.T
-    dW_x = np.zeros((B,) + model.W_x.shape)
+    dW_x = xp.zeros((B,) + tuple(model.W_x.shape))
     bgrads = []
     for blk, c in zip(reversed(model.blocks), reversed(cache["blocks"])):
         g_blk: dict = {"heads": [], "cross": None}
         if blk.cross is not None:
-            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dH, model.W_x)
+            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dH, model.W_x, xp)
             g_blk["cross"] = gc
             if dWx is not None:
                 dW_x += dWx
             dH = dH + dHc
-        dH_in = dH.copy()
+        dH_in = dH
         for h, hc in zip(blk.heads, c["heads"]):
-            gh, dHh = _head_backward(h, hc, c["Hin"], dH, N)
+            gh, dHh = _head_backward(h, hc, c["Hin"], dH, N, xp)
             g_blk["heads"].append(gh)
-            dH_in += dHh
+            dH_in = dH_in + dHh  # a new array: dH itself stays the heads' common input
         dH = dH_in
         bgrads.append(g_blk)
     grads["blocks"] = bgrads[::-1]
     grads["W_x"] = dW_x
     C = model.W_u.shape[1]
-    onehot = np.zeros((B, N, C))
-    onehot[np.arange(B)[:, None], np.arange(N)[None, :], labels] = 1.0
-    grads["W_u"] = np.einsum("bnd,bnc->bdc", dH[:, :N, lay.u], onehot)
-    grads["W_v"] = np.einsum("bd,c->bdc", dH[:, :, lay.v].sum(1), np.full(C, 1.0 / C))
+    onehot = xp.zeros((B, N, C))
+    onehot[xp.asindex(np.arange(B))[:, None], xp.asindex(np.arange(N))[None, :], labels] = 1.0
+    grads["W_u"] = xp.einsum("bnd,bnc->bdc", dH[:, :N, lay.u], onehot)
+    grads["W_v"] = xp.einsum("bd,c->bdc", xp.sum(dH[:, :, lay.v], 1), xp.asarray(np.full(C, 1.0 / C)))
     grads["X"] = dH[:, :, lay.x]
     return grads
 

@@ -1,17 +1,22 @@
-r"""Training by numpy backprop: the GD model (the construction with learned embeddings, steps and
-kernel scale) and a freely trained Transformer of the same topology; Adam with clipping and early
-stopping; evaluation on test prompts."""
+r"""Training by hand-written backprop: the GD model (the construction with learned embeddings, steps
+and kernel scale) and a freely trained Transformer of the same topology; Adam with clipping and
+early stopping; evaluation on test prompts.
+
+The trainer and the evaluation are written once against an array namespace ``xp``
+(:mod:`icltheory.backends`, numpy by default, torch float64 optional): the data and the
+parameters move onto ``xp`` when :func:`train` starts, every step (forward, backprop, the
+learner's gradient map, Adam) runs there, and the learner's parameters come back as numpy
+arrays.  The minibatch indices are drawn on the host by the caller's numpy generator, so both
+backends see the same batches."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import numpy as np
-from scipy.special import log_softmax
 
 from ._data import Dataset
-from ._model import (Block, Cross, Head, Layout, Model, backward, erase_head, exact_cross, forward,
-                     query_loss, update_head)
+from ._model import (NUMPY, Block, Cross, Head, Layout, Model, backward, erase_head, exact_cross,
+                     forward, query_loss)
 
 __all__ = ["GDLearner", "TFLearner", "evaluate", "train", "relative_distance_to_scaled_identity"]
 
@@ -41,27 +46,52 @@ class GDLearner:
         self.params = {"W": rng.standard_normal((lay.dp, C)),
                        "alpha": np.full((K, lay.dp), 1.0),
                        "r": np.array([1.0 / np.sqrt(lay.d)])}
+        self._fixed_parts: dict = {}
 
-    def model(self, p=None) -> Model:
-        p = p or self.params
+    def _fixed(self, xp):
+        """The parameter-free parts on ``xp`` (made once per namespace): the selector S_x, the
+        frozen δ erase head and the frozen exact cross-attention, and the index pairs of the
+        value's Γ(u − v) entries."""
+        key = (xp.name, str(xp.device))
+        if key not in self._fixed_parts:
+            self._fixed_parts[key] = self._make_fixed(xp)
+        return self._fixed_parts[key]
+
+    def _make_fixed(self, xp):
         lay = self.lay
+        erase, cross = erase_head(lay, "delta", 1.0), exact_cross(lay)
+        dp = np.arange(lay.dp)
+        return {"Sx": xp.asarray(lay.selector("x")),
+                "erase": Head(xp.asarray(erase.Q), xp.asarray(erase.K), xp.asarray(erase.V), erase.kind,
+                              frozen=True),
+                "cross": Cross(xp.asarray(cross.Qc), xp.asarray(cross.Kc), xp.asarray(cross.Vc), frozen=True),
+                "f": xp.asindex(lay.f.start + dp), "u": xp.asindex(lay.u.start + dp),
+                "v": xp.asindex(lay.v.start + dp)}
+
+    def model(self, p=None, xp=NUMPY) -> Model:
+        r"""The model at parameters ``p`` (default: :attr:`params`), arrays of ``xp``: per block
+        the update head :math:`Q=K=rS_x`, value :math:`\operatorname{diag}(\alpha_k)(u-v)` into
+        the ``f`` slot (:func:`~._model.update_head` at scale 1), then the fixed parts."""
+        p = p or self.params
+        fx = self._fixed(xp)
         blocks = []
         for k in range(self.K):
-            h = update_head(lay, self.kernel, 1.0, np.diag(p["alpha"][k]))
-            h = replace(h, Q=p["r"][0] * h.Q, K=p["r"][0] * h.K)
-            erase = replace(erase_head(lay, "delta", 1.0), frozen=True)
-            blocks.append(Block([h, erase], replace(exact_cross(lay), frozen=True)))
+            V = xp.zeros((self.lay.D, self.lay.D))
+            V[fx["f"], fx["u"]] = p["alpha"][k]
+            V[fx["f"], fx["v"]] = -p["alpha"][k]
+            h = Head(p["r"][0] * fx["Sx"], p["r"][0] * fx["Sx"], V, self.kernel)
+            blocks.append(Block([h, fx["erase"]], fx["cross"]))
         W = p["W"]
-        return Model(lay, W, W, W, W, blocks)
+        return Model(self.lay, W, W, W, W, blocks)
 
-    def grads(self, g: dict) -> dict:
+    def grads(self, g: dict, xp=NUMPY) -> dict:
         lay = self.lay
-        gW = (g["W_u"] + g["W_v"] + g["W_x"] + g["W_ro"]).mean(0)
-        ga = np.stack([np.diagonal(b["heads"][0]["V"].mean(0)[lay.f, lay.u])
-                       - np.diagonal(b["heads"][0]["V"].mean(0)[lay.f, lay.v]) for b in g["blocks"]])
-        gr = sum(np.trace(b["heads"][0]["Q"].mean(0)[:, lay.x]) + np.trace(b["heads"][0]["K"].mean(0)[:, lay.x])
-                 for b in g["blocks"])
-        return {"W": gW, "alpha": ga, "r": np.array([gr])}
+        gW = xp.mean(g["W_u"] + g["W_v"] + g["W_x"] + g["W_ro"], axis=0)
+        ga = xp.stack([xp.diagonal(xp.mean(b["heads"][0]["V"], axis=0)[lay.f, lay.u])
+                       - xp.diagonal(xp.mean(b["heads"][0]["V"], axis=0)[lay.f, lay.v]) for b in g["blocks"]])
+        gr = sum(xp.sum(xp.diagonal(xp.mean(b["heads"][0]["Q"], axis=0)[:, lay.x]))
+                 + xp.sum(xp.diagonal(xp.mean(b["heads"][0]["K"], axis=0)[:, lay.x])) for b in g["blocks"])
+        return {"W": gW, "alpha": ga, "r": xp.stack([gr])}
 
 
 class TFLearner:
@@ -84,7 +114,9 @@ class TFLearner:
             p[f"Vc_{k}"] = init * rng.standard_normal((D, dp))
         self.params = p
 
-    def model(self, p=None) -> Model:
+    def model(self, p=None, xp=NUMPY) -> Model:
+        """The model at parameters ``p`` (default: :attr:`params`); every parameter is free, so
+        the model holds ``p``'s own arrays (of whichever namespace ``xp`` they are)."""
         p = p or self.params
         blocks = []
         for k in range(self.K):
@@ -92,14 +124,14 @@ class TFLearner:
             blocks.append(Block(heads, Cross(p[f"Qc_{k}"], p[f"Kc_{k}"], p[f"Vc_{k}"])))
         return Model(self.lay, p["E"], p["E2"], p["E"], p["E"], blocks)
 
-    def grads(self, g: dict) -> dict:
-        out = {"E": (g["W_u"] + g["W_x"] + g["W_ro"]).mean(0), "E2": g["W_v"].mean(0)}
+    def grads(self, g: dict, xp=NUMPY) -> dict:
+        out = {"E": xp.mean(g["W_u"] + g["W_x"] + g["W_ro"], axis=0), "E2": xp.mean(g["W_v"], axis=0)}
         for k, b in enumerate(g["blocks"]):
             for h in (1, 2):
                 for m in "QKV":
-                    out[f"{m}{h}_{k}"] = b["heads"][h - 1][m].mean(0)
+                    out[f"{m}{h}_{k}"] = xp.mean(b["heads"][h - 1][m], axis=0)
             for m in ("Qc", "Kc", "Vc"):
-                out[f"{m}_{k}"] = b["cross"][m].mean(0)
+                out[f"{m}_{k}"] = xp.mean(b["cross"][m], axis=0)
         return out
 
     def qk_x(self, p=None):
@@ -110,15 +142,20 @@ class TFLearner:
                 for k in range(self.K) for h in (1, 2)}
 
 
-def evaluate(learner, data: Dataset, params=None, chunk: int = 1024):
+def evaluate(learner, data: Dataset, params=None, chunk: int = 1024, xp=NUMPY):
     """Per-prompt NLL of the sampled query label, correctness of the top-1 prediction, and the
-    NLL against the exact label distribution."""
-    model = learner.model(params)
+    NLL against the exact label distribution (numpy arrays).  The forward pass and the log-softmax
+    run on ``xp`` (``params``, if given, are arrays of ``xp``; default: the learner's numpy
+    parameters, moved onto ``xp``)."""
+    if params is None:
+        params = {k: xp.asarray(v) for k, v in learner.params.items()}
+    model = learner.model(params, xp)
     nll, correct, nll_exact = [], [], []
     for s in range(0, len(data), chunk):
         part = data.take(slice(s, s + chunk))
-        logits = forward(model, part.X, part.labels)[0]
-        ls = log_softmax(logits, axis=-1)
+        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), xp=xp)[0]
+        ls = xp.to_numpy(xp.log_softmax(logits, -1))
+        logits = xp.to_numpy(logits)
         nll.append(-ls[np.arange(len(part)), part.y_query])
         nll_exact.append(-np.sum(part.p_query * ls, -1))
         correct.append((np.argmax(logits, -1) == part.y_query).astype(float))
@@ -126,27 +163,32 @@ def evaluate(learner, data: Dataset, params=None, chunk: int = 1024):
 
 
 def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generator, *,
-          steps: int, batch: int, lr: float, clip: float, eval_every: int):
+          steps: int, batch: int, lr: float, clip: float, eval_every: int, xp=NUMPY):
     """Adam on the mean query cross-entropy (sampled labels, like the paper's code) with
     global-norm clipping; keeps the parameters with the best validation loss (early stopping).
-    Returns the curve ``[(step, train_loss, val_loss)]``."""
-    p = learner.params
-    m = {k: np.zeros_like(v) for k, v in p.items()}
-    v2 = {k: np.zeros_like(v) for k, v in p.items()}
+    Runs on the array namespace ``xp``; ``learner.params`` (numpy) is replaced by the kept
+    parameters (numpy).  Returns the curve ``[(step, train_loss, val_loss)]``."""
+    # every update below makes new arrays (none is changed in place), so the dict of the best
+    # parameters can hold the arrays themselves
+    p = {k: xp.asarray(v) for k, v in learner.params.items()}
+    m = {k: xp.zeros(tuple(v.shape)) for k, v in p.items()}
+    v2 = {k: xp.zeros(tuple(v.shape)) for k, v in p.items()}
     b1, b2, eps = 0.9, 0.999, 1e-8
     C = train_set.p_query.shape[1]
-    best = (np.inf, {k: a.copy() for k, a in p.items()})
+    X_all, labels_all = xp.asarray(train_set.X), xp.asindex(train_set.labels)
+    best = (np.inf, dict(p))
     curve = []
     run = []
     for t in range(1, steps + 1):
         idx = rng.integers(0, len(train_set), batch)
-        part = train_set.take(idx)
-        model = learner.model()
-        target = _onehot(part.y_query, C)
-        logits, _, cache = forward(model, part.X, part.labels)
-        run.append(float(query_loss(logits, target).mean()))
-        g = learner.grads(backward(model, part.X, part.labels, target, logits, cache))
-        gn = np.sqrt(sum(float(np.sum(a * a)) for a in g.values()))
+        rows = xp.asindex(idx)
+        X, labels = X_all[rows], labels_all[rows]
+        model = learner.model(p, xp)
+        target = xp.asarray(_onehot(train_set.y_query[idx], C))
+        logits, _, cache = forward(model, X, labels, xp=xp)
+        run.append(float(xp.mean(query_loss(logits, target, xp))))
+        g = learner.grads(backward(model, X, labels, target, logits, cache, xp), xp)
+        gn = np.sqrt(sum(float(xp.sum(a * a)) for a in g.values()))
         if not np.isfinite(gn):
             raise FloatingPointError(f"non-finite gradient at step {t}")
         sc = min(1.0, clip / gn) if gn > 0 else 1.0
@@ -154,12 +196,12 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
             gk = g[k] * sc
             m[k] = b1 * m[k] + (1 - b1) * gk
             v2[k] = b2 * v2[k] + (1 - b2) * gk * gk
-            p[k] = p[k] - lr * (m[k] / (1 - b1 ** t)) / (np.sqrt(v2[k] / (1 - b2 ** t)) + eps)
+            p[k] = p[k] - lr * (m[k] / (1 - b1 ** t)) / (xp.sqrt(v2[k] / (1 - b2 ** t)) + eps)
         if t % eval_every == 0 or t == steps:
-            val = float(evaluate(learner, val_set)[0].mean())
+            val = float(evaluate(learner, val_set, p, xp=xp)[0].mean())
             curve.append((t, float(np.mean(run)), val))
             run = []
             if val < best[0]:
-                best = (val, {k: a.copy() for k, a in p.items()})
-    learner.params = best[1]
+                best = (val, dict(p))
+    learner.params = {k: np.array(xp.to_numpy(a)) for k, a in best[1].items()}
     return curve
