@@ -139,7 +139,13 @@ def test_backward_matches_torch_autograd(kinds):
     again (independently) in torch, float64: both are exact reverse mode, so they differ only by
     round-off (~1e-15); 1e-10 relative to each gradient's largest entry.  Skipped without torch
     (optional)."""
-    torch = pytest.importorskip("torch")
+    from icltheory.backends import TorchBackend
+
+    ok, why = TorchBackend.available()
+    if not ok:
+        pytest.skip(f"torch {why}")
+    import torch
+
     _, model, X, y, target, logits, named = _backprop_case(kinds, 11)
     leaves = {k: torch.tensor(a, dtype=torch.float64, requires_grad=True) for k, (a, _) in named.items()}
     losses = _torch_losses(torch, model, X, y, target, leaves)
