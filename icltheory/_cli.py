@@ -140,8 +140,8 @@ def _one_blas_thread() -> None:
 
 def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
-    _one_blas_thread()
     try:  # (inside the try: a signal may arrive while the handler is being installed)
+        _one_blas_thread()
         try:
             signal.signal(signal.SIGINT, _on_first_interrupt)
         except (ValueError, OSError):  # pragma: no cover - not the main thread

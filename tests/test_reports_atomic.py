@@ -213,12 +213,17 @@ def _interrupt(argv: list[str], delay: float) -> tuple[int, str]:
     the claims and the papers all come later, inside ``entry()``; before that point only the
     interpreter's own start-up runs, which no program can guard)."""
     # a SIGINT that lands in this harness line itself, before entry() is entered, is not the
-    # command line's to handle (its traceback has the harness frame only): the harness answers
-    # it as the command line would; one raised inside entry() propagates, and the test sees it
+    # command line's to handle (its traceback has the harness frame only), nor one delivered on
+    # entry()'s first instruction (the call's own start, before any of its code has run: the
+    # traceback ends in entry's frame at its ``def`` line): the harness answers those as the
+    # command line would; one raised anywhere later inside entry() propagates, and the test sees it
     code = (f"import sys\nfrom icltheory._cli import entry\nsys.argv = ['icltheory', *{argv!r}]\n"
             "try:\n    print('ready', flush=True); entry()\n"
             "except KeyboardInterrupt as e:\n"
-            "    if e.__traceback__.tb_next is not None:\n        raise\n"
+            "    tb = e.__traceback__.tb_next\n"
+            "    if tb is not None and (tb.tb_next is not None or tb.tb_frame.f_code is not entry.__code__\n"
+            "                           or tb.tb_lineno != entry.__code__.co_firstlineno):\n"
+            "        raise\n"
             "    sys.stderr.write('icltheory: interrupted\\n'); sys.exit(130)\n")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)

@@ -22,7 +22,7 @@ kind                attention weight :math:`a_{ji}` from :math:`q_j=Qh_j`, :math
 The forward pass, the loss and the backprop are written once against an array namespace ``xp``
 (:mod:`icltheory.backends`; keyword ``xp``, numpy by default): the parameters, tokens and label
 indices are arrays of that namespace (``xp.asarray``, ``xp.asindex``), so the same code trains on
-numpy or on torch (float64).  On numpy the softmax is SciPy's (:func:`scipy.special.softmax`);
+numpy or on torch (float64).  On numpy the softmax is the numpy backend's (SciPy's arithmetic);
 the constructions below (:func:`gd_model`, :func:`random_model`, …) build numpy parameters.
 Nothing here knows functional GD.
 """
