@@ -85,39 +85,36 @@ def test_events_stop_budget_and_resume():
     assert max(steps) < 3 * min(steps), steps
 
 
-def test_structured_solves_equal_dense():
-    """The heads' blocks + Woodbury Newton solves give the dense LU's trajectory to rounding."""
-    s = RankSetting.parse({"profile": "quick", "R": 4, "H": 3, "lambdas": "0.4,0.3,0.2,0.1", "seeds": 1})
-    p0 = training.init_separate(np.random.default_rng(2), 1, s.H, [4], s.D, s.w_init)
-    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=0.25, rtol=1e-8, atol_rel=1e-11, budget=1e13,
-              method="BDF")
-    old = flows._WOODBURY_STATES
-    try:
-        flows._WOODBURY_STATES = 10
-        a = flows.separate_population_flow(s.lam, s.N, p0, **kw)
-        flows._WOODBURY_STATES = 10**9
-        b = flows.separate_population_flow(s.lam, s.N, p0, **kw)
-    finally:
-        flows._WOODBURY_STATES = old
-    assert np.all(np.isfinite(a.solver["events"]))
-    assert np.allclose(a.solver["events"], b.solver["events"], rtol=1e-6)
-
-
 def test_batched_rows_equal_single_rows():
     s = SeparateSetting.parse({"profile": "quick", "seeds": 2})
     p0 = training.init_separate(np.random.default_rng(4), 2, s.H, 1, s.D, s.w_init)
-    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=1.0, rtol=1e-9, atol_rel=1e-12, budget=1e13,
-              method="BDF")
+    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=1.0, rtol=1e-9, atol_rel=1e-12, budget=1e13)
     both = flows.separate_population_flow(s.lam, s.N, p0, **kw)
     one = flows.separate_population_flow(s.lam, s.N, {k: v[1:] for k, v in p0.items()}, **kw)
     assert both.solver["groups"] == [[0, 1]]
     assert np.allclose(both.solver["events"][1], one.solver["events"][0], rtol=1e-5)
 
 
+def test_groups_of_different_ranks_resume_independently():
+    """Rows of ranks 2 and 1 run in two LSODA solvers; the first (done sooner) is resumed after
+    the second ran, to the common end time: its events equal those of a run of that row alone."""
+    s = RankSetting.parse({"profile": "quick", "H": 3, "lambdas": "0.4,0.3,0.2,0.1", "seeds": 1})
+    p0 = training.init_separate(np.random.default_rng(5), 2, s.H, [2, 1], s.D, s.w_init)
+    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=3, settle=0.25, rtol=1e-9, atol_rel=1e-12, budget=1e13)
+    both = flows.separate_population_flow(s.lam, s.N, p0, **kw)
+    alone = flows.separate_population_flow(s.lam, s.N, {k: v[:1] for k, v in p0.items()}, **kw)
+    assert both.solver["groups"] == [[0], [1]]
+    assert np.all(np.isfinite(both.solver["events"][0, :3]))
+    assert np.array_equal(both.solver["events"][0], alone.solver["events"][0], equal_nan=True)
+    assert both.t[-1] > alone.t[-1] and both.solver["stopped"][0] == "stop"  # resumed beyond its own end
+    n = alone.t.size - 1
+    assert np.array_equal(both.M[0, :n], alone.M[0, :n])
+
+
 @pytest.mark.parametrize("R", [1, 4])
 def test_lsoda_matches_bdf(R):
-    """The default solver (LSODA: Adams/BDF switching, the rows in one solver) against BDF (batched
-    or structured Newton solves): the same learning times and trajectory.  Both control their
+    """The default solver (LSODA: Adams/BDF switching) against SciPy's BDF, the rows in one solver
+    each time: the same learning times and trajectory.  Both control their
     local error to rtol = 1e-9; the global error of a time read off a plateau's exit is larger by
     the exit's sensitivity to the state (≈ ln of the plateau's length), so 1e-6 relative."""
     s = RankSetting.parse({"profile": "quick", "R": R, "H": 3, "lambdas": "0.4,0.3,0.2,0.1", "seeds": 2})

@@ -9,7 +9,8 @@ kernel takes ``xp`` (a backend), converts its inputs with ``xp.asarray`` (float6
 arithmetic, ``@``, slicing and integer-array indexing (which numpy arrays and torch tensors
 share), and hands results back with ``xp.to_numpy``.  Reductions take ``axis`` and ``keepdims``
 (numpy's spelling) on every backend.  On numpy every primitive is the numpy (or SciPy) function
-of the same name, so a numpy kernel moved onto the namespace computes the same bits as before.
+of the same name — ``softmax`` SciPy's arithmetic without its per-call dispatch — so a numpy
+kernel moved onto the namespace computes the same bits as before.
 The kernel itself (the model's parametrisation and its hand-written gradients, the GD loop
 through :func:`icltheory.dynamics.run_gd`) lives with the paper that needs it; nothing here
 knows about any model.

@@ -52,9 +52,11 @@ LU_EFFICIENCY = 0.05
 
 #: per solver, as seen on gradient flows (benchmarks/bench_adaptive.py): right-hand sides per
 #: accepted step, accepted steps per LU factorisation, accepted steps per Jacobian, and accepted
-#: steps relative to BDF at the same tolerances.  LSODA refactorises only with a new Jacobian,
-#: and takes Adams steps (no factorisation) while the flow is not stiff.
-_SOLVER_RATIOS = {"BDF": (3.0, 5.0, 50.0, 1.0), "LSODA": (2.0, 20.0, 20.0, 1.5)}
+#: steps relative to BDF at the same tolerances.  LSODA refactorises only with a new Jacobian and
+#: takes Adams steps (no factorisation) while the flow is not stiff — the more so the larger the
+#: system (its stiffness switch weighs the cost of a factorisation): its steps per Jacobian grow
+#: like n/15 beyond 300 states (measured: every 15–25 steps at n ≤ 600, 35–110 at n = 1161)
+_SOLVER_RATIOS = {"BDF": (3.0, 5.0, 50.0, 1.0), "LSODA": (2.0, 20.0, 20.0, 1.8)}
 
 
 def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float, lu_flops: float | None = None,
@@ -65,6 +67,8 @@ def adaptive_work(n: int, steps: float, fun_cost: float, jac_cost: float, lu_flo
     factorisation every 5 steps, a Jacobian every 50); ``lu_flops``: one factorisation (default
     a dense LU ⅔n³)."""
     fun_per, lu_every, jac_every, more_steps = _SOLVER_RATIOS[method]
+    if method == "LSODA":
+        lu_every = jac_every = max(lu_every, n / 15.0)
     lu = (2.0 / 3.0) * n**3 if lu_flops is None else lu_flops
     return more_steps * steps * (STEP_OVERHEAD + fun_per * (fun_cost + CALL_OVERHEAD)
                                  + (jac_cost + CALL_OVERHEAD) / jac_every + LU_EFFICIENCY * lu / lu_every)
@@ -113,123 +117,11 @@ def _root(f: Callable[[float], float], a: float, b: float, fa: float, fb: float)
     return float(brentq(f, a, b, xtol=1e-14 * max(abs(b), 1e-300), rtol=4 * np.finfo(float).eps, maxiter=200))
 
 
-#: blocks up to this size are inverted (one batched call, then matrix–vector products: SciPy's
-#: per-call overhead of ``lu_solve`` exceeds the arithmetic for small systems); larger ones are
-#: LU-factorised
-INVERT_MAX = 400
-
-
-def _block_bdf(n_blocks: int, m: int):
-    """SciPy's BDF whose Newton matrices are factorised block by block: y holds ``n_blocks``
-    independent systems of ``m`` states each (a block-diagonal Jacobian), which share the steps
-    and the Python overhead while each factorisation stays the size of one system."""
-    from scipy.integrate import BDF
-    from scipy.linalg import lu_factor, lu_solve
-
-    class BlockBDF(BDF):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, **kw)
-
-            def lu(A):
-                self.nlu += 1
-                blocks = np.stack([A[b * m:(b + 1) * m, b * m:(b + 1) * m] for b in range(n_blocks)])
-                if m <= INVERT_MAX:
-                    return np.linalg.inv(blocks)
-                return [lu_factor(x, overwrite_a=True) for x in blocks]
-
-            def solve_lu(LU, b):
-                bb = b.reshape(n_blocks, m)
-                if isinstance(LU, np.ndarray):
-                    return (LU @ bb[:, :, None]).reshape(-1)
-                return np.concatenate([lu_solve(f, x) for f, x in zip(LU, bb)])
-
-            self.lu = lu
-            self.solve_lu = solve_lu
-
-    return BlockBDF
-
-
-def _woodbury_bdf(structure):
-    r"""SciPy's BDF whose Newton matrices $I-cJ$ are solved through the Jacobian's structure
-    $J=\mathrm{blockdiag}(B_1,\dots,B_K)-U\,\mathrm{diag}(w)\,U^\top$ (``structure()``: the dense
-    J last returned, the blocks (K, m, m), their state indices (K, m), U (n, k) and w > 0): the
-    blocks are inverted one by one and the rank-k coupling by the Woodbury identity, so a
-    factorisation costs K·m³ + n·m·k instead of n³.  Every solve is checked against the dense
-    matrix (residual, one refinement step); if the blocks are near-singular (the identity then
-    loses accuracy) the dense LU is used instead — the result is the same to rounding, only the
-    cost differs."""
-    from scipy.integrate import BDF
-    from scipy.linalg import lu_factor, lu_solve
-
-    class WoodburyBDF(BDF):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, **kw)
-            self.n_dense = 0
-            pivot: dict = {}
-
-            def lu(A):
-                self.nlu += 1
-                J, blocks, idx, U, w = structure()
-                if pivot.get("J") is not J:  # the largest off-diagonal entry of this Jacobian
-                    off = np.abs(J)
-                    np.fill_diagonal(off, 0.0)
-                    pivot["J"], pivot["ij"] = J, np.unravel_index(int(np.argmax(off)), off.shape)
-                i, j = pivot["ij"]
-                c = -A[i, j] / J[i, j] if J[i, j] != 0 else 0.0
-                m = blocks.shape[1]
-                Sinv = D0inv = Z = None
-                try:
-                    with np.errstate(all="raise"):
-                        D0inv = np.linalg.inv(np.eye(m)[None] - c * blocks)
-                        Z = np.empty_like(U)
-                        Z[idx] = D0inv @ U[idx]
-                        if c > 0:
-                            Sinv = np.linalg.inv(np.diag(1.0 / (c * w)) + U.T @ Z)
-                except (np.linalg.LinAlgError, FloatingPointError):
-                    Sinv = None
-                if Sinv is None or not (np.all(np.isfinite(D0inv)) and np.all(np.isfinite(Sinv))):
-                    self.n_dense += 1
-                    return ("dense", lu_factor(A, overwrite_a=False))
-                return ["woodbury", A, D0inv, idx, Z, U, Sinv, False]
-
-            def solve_lu(LU, b):
-                if LU[0] == "dense":
-                    return lu_solve(LU[1], b)
-                _, A, D0inv, idx, Z, U, Sinv, verified = LU
-
-                def apply(r):
-                    y = np.empty_like(r)
-                    y[idx] = np.einsum("kij,kj->ki", D0inv, r[idx])
-                    return y - Z @ (Sinv @ (U.T @ y))
-
-                x = apply(b)
-                if verified:
-                    return x
-                # the first solve with a factorisation is checked against the dense matrix (its
-                # accuracy is the matrix's: later solves with the same factors are alike)
-                nb = float(np.linalg.norm(b)) or 1.0
-                r = b - A @ x
-                if np.linalg.norm(r) > 1e-12 * nb:
-                    x = x + apply(r)
-                    r = b - A @ x
-                if not np.linalg.norm(r) <= 1e-10 * nb:  # the identity lost accuracy: dense LU
-                    self.n_dense += 1
-                    LU[:] = ["dense", lu_factor(A)]
-                    return lu_solve(LU[1], b)
-                LU[7] = True
-                return x
-
-            self.lu = lu
-            self.solve_lu = solve_lu
-
-    return WoodburyBDF
-
-
 def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", rtol: float = 1e-8,
-                       atol: float | np.ndarray = 1e-12, record=None, events=None, blocks: int | None = None,
+                       atol: float | np.ndarray = 1e-12, record=None, events=None,
                        stop: Callable[[float, np.ndarray, np.ndarray], bool] | None = None,
                        fun_cost: float = 0.0, jac_cost: float = 0.0, budget: float = math.inf,
-                       first_step: float | None = None, structure=None, tick=None,
+                       first_step: float | None = None, tick=None,
                        what: str = "gradient flow") -> AdaptiveSolution:
     r"""Integrate $\dot y=f(t,y)$ from 0 to at most ``t_max`` (see the module docstring).
 
@@ -238,11 +130,9 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     0 to ≥ 0 is located (a component already ≥ 0 at t = 0 crosses at 0).  ``stop(t, y, ev)``
     (``ev``: the event times so far) ends the run after an accepted step.  ``fun_cost`` and
     ``jac_cost``: flops of one call of each beyond the call overhead.  ``tick(fraction, what)``
-    is called every 200 steps.  ``structure()``: the last Jacobian's block-plus-low-rank form (see
-    :func:`_woodbury_bdf`; BDF, one system).  ``blocks``: y holds this many independent systems of equal size
-    (the Jacobian is block diagonal; BDF only): the Newton matrices are factorised per block.  The error
-    control is then on the RMS over all blocks, so one block's local error is at most
-    √(number of blocks) × (atol + rtol·|y|) in RMS."""
+    is called every 200 steps.  Where y holds several independent systems (a block-diagonal
+    Jacobian), the error control is on the RMS over all of them, so one system's local error is
+    at most √(number of systems) × (atol + rtol·|y|) in RMS."""
     from scipy.integrate import BDF, LSODA, RK45, DOP853, Radau
 
     solvers = {"BDF": BDF, "Radau": Radau, "LSODA": LSODA, "RK45": RK45, "DOP853": DOP853}
@@ -255,14 +145,6 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     if first_step is not None:
         kw["first_step"] = first_step
     cls = solvers[method]
-    if blocks is not None and blocks > 1:
-        if method != "BDF" or jac is None or n % blocks:
-            raise ValueError("blocks need method='BDF', an analytic (block-diagonal) Jacobian and equal blocks")
-        cls = _block_bdf(blocks, n // blocks)
-    elif structure is not None:
-        if method != "BDF" or jac is None:
-            raise ValueError("structure needs method='BDF' and an analytic Jacobian")
-        cls = _woodbury_bdf(structure)
     solver = cls(fun, 0.0, y0, t_max, rtol=rtol, atol=atol, **kw)
     ts: list[float] = []
     ys: list[np.ndarray] = []
@@ -274,15 +156,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     g0 = np.asarray(events(0.0, y0), float) if events is not None else np.zeros(0)
     ev = np.where(g0 >= 0, 0.0, np.nan)
     work = SolverWork()
-    nb = blocks or 1
-    m = n // nb
-    lu_cost = LU_EFFICIENCY * nb * (2.0 if blocks and m <= INVERT_MAX else 2.0 / 3.0) * m**3
-    if structure is not None and not (blocks and blocks > 1):
-        if jac is not None:
-            jac(0.0, y0)  # so that structure() describes a Jacobian from the start
-        _, sb, _, su, _ = structure()
-        k_, m_ = su.shape[1], sb.shape[1]
-        lu_cost = LU_EFFICIENCY * (2.0 * sb.shape[0] * m_**3 + 2.0 * n * m_ * k_ + 2.0 * n * k_ * k_ + 2.0 * k_**3)
+    lu_cost = LU_EFFICIENCY * (2.0 / 3.0) * n**3
 
     def account() -> None:
         work.nfev = int(solver.nfev)

@@ -167,7 +167,7 @@ def _work_estimate(claim: Claim, setting: Setting) -> float:
     try:
         cost = claim.estimate(setting)
         return float(cost.work) if cost is not None else 0.0
-    except Exception:  # an estimate that fails is the check's to report, not the scheduler's
+    except (OverflowError, ValueError, ZeroDivisionError):  # un-estimable: the check will say so
         return 0.0
 
 

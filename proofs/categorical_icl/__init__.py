@@ -7,7 +7,7 @@ for Categorical Data* (ICML 2025, arXiv 2405.17248).
   predictions, including what the construction's token states should equal;
 * :mod:`.experiments` — the constructed Transformer and its hand-written backprop, explicit
   parameter GD, the data generators, the Monte Carlo gradient and the trainers (import nothing
-  from the theory and share no helper with it: their softmax is SciPy's);
+  from the theory and share no helper with it: their softmax is the array backend's);
 * :mod:`.claims`      — the claims: run an experiment, judge it against the theory.
 """
 

@@ -283,10 +283,10 @@ class _HeadsSetting(_SeparateBase):
             self._set("integrator", "gd" if explicit_gd else "flow")
 
 
-#: the population simulator: "flow" integrates the gradient flow adaptively (BDF, analytic
+#: the population simulator: "flow" integrates the gradient flow adaptively (LSODA, analytic
 #: Jacobian; tolerance ``rtol``), "gd" runs GD at step ``lr`` for at most ``steps`` steps; "auto"
 #: is "gd" when ``lr`` or ``steps`` is given (a claim about GD at that step) and "flow" otherwise
-_INTEGRATOR = dict(doc="population simulator: flow (adaptive BDF through the plateaus, tolerance rtol; the "
+_INTEGRATOR = dict(doc="population simulator: flow (adaptive LSODA through the plateaus, tolerance rtol; the "
                        "horizon is steps × lr) | gd (GD at step lr, at most steps steps) | auto (gd when lr or "
                        "steps is given, else flow)")
 #: the flow's relative tolerance per profile (atol = 1e-3 × rtol × the rms initial weight)

@@ -3,15 +3,13 @@ the planted errors on the shared theory and experiment code."""
 
 from __future__ import annotations
 
-from statistics import NormalDist
-
 import numpy as np
 
 from icltheory.core import PlantedError, lazy_module
 
 theory = lazy_module("proofs.categorical_icl.theory")
 
-__all__ = ["SOURCE", "EXACT_WHY", "THEORY", "EXPERIMENTS", "term_size", "z_upper", "SOFTMAX_TEMPERATURE_THEORY",
+__all__ = ["SOURCE", "EXACT_WHY", "THEORY", "EXPERIMENTS", "term_size", "SOFTMAX_TEMPERATURE_THEORY",
            "SCORE_TEMPERATURE_EXPERIMENT", "KERNEL_SCALE_THEORY"]
 
 SOURCE = "Wang et al., ICML 2025, arXiv 2405.17248"
@@ -19,12 +17,6 @@ EXACT_WHY = ("exact identity evaluated in float64: a few hundred flops per entry
              "~1e-15; 1e-10 leaves five orders of margin and still rejects any real discrepancy")
 THEORY = "proofs.categorical_icl.theory"
 EXPERIMENTS = "proofs.categorical_icl.experiments"
-
-
-def z_upper(p: float) -> float:
-    """The standard normal's upper quantile: P(Z > z) = p (the stdlib's inverse CDF; no scipy.stats
-    at import)."""
-    return -NormalDist().inv_cdf(p)
 
 
 def term_size(kernel: str, X: np.ndarray, N: int, scale: float, gammas, W: np.ndarray) -> np.ndarray:

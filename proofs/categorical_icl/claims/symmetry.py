@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
+from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, z_critical
 
 from ..settings import EquivarianceSetting, StationaritySetting
-from ._common import EXPERIMENTS, SOURCE, THEORY, z_upper
+from ._common import EXPERIMENTS, SOURCE, THEORY
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -310,7 +310,7 @@ class Stationarity(Claim):
                           "stationary_gradient")
         outside = {c.name: (None if zs[j] is None else round(float(zs[j]), 2))
                    for j, c in enumerate(comps) if c.kind in ("tie", "ff", "gamma-off")}
-        zcrit = float(z_upper(s.alpha / (2 * max(1, len(outside)))))
+        zcrit = float(z_critical(s.alpha / max(1, len(outside))))
         nonzero = sorted(k for k, z in outside.items() if z is not None and abs(z) > zcrit)
         ctx.evidence["invariant directions outside S, z at θ*"] = outside
         ctx.evidence["invariant directions outside S that are nonzero at θ*"] = nonzero
@@ -326,7 +326,7 @@ class Stationarity(Claim):
             mean, se = diff.mean(0), diff.std(0, ddof=1) / np.sqrt(n)
             ok = ~inside & (se > 0)
             zmax = float(np.max(np.abs(mean[ok] / se[ok]))) if ok.any() else 0.0
-            zc = float(z_upper(s.alpha / (2 * max(1, int(ok.sum())))))
+            zc = float(z_critical(s.alpha / max(1, int(ok.sum()))))
             growth[label] = {"eps": m["eps"], "max_abs_z_of_gradient_change": zmax}
             # a change below the noise is no evidence of a flat region: this sample cannot
             # decide (undecided), it never says `fails` for lack of power

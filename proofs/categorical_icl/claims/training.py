@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from icltheory.backends import get_backend
-from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
+from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, z_critical
 
 from ..settings import DepthSetting, TrainingSetting
-from ._common import EXPERIMENTS, SOURCE, THEORY, z_upper
+from ._common import EXPERIMENTS, SOURCE, THEORY
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -21,7 +21,7 @@ _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722
           "L=2048, GD accuracy (K=1..6)": [0.702, 0.718, 0.729, 0.731, 0.728, 0.727],
           "L=2048, trained-TF accuracy (K=1..6)": [0.575, 0.524, 0.474, 0.479, 0.481, 0.483],
           "scale": "C=25, d'=5, d=10, N=125 (code), 5000 Adam steps, batch 512, 5 seeds, GPU"}
-_Z = float(z_upper(2e-4))  # one-sided, 2e-4 per bound: at most four bounds ≤ 8e-4
+_Z = float(z_critical(4e-4))  # one-sided, 2e-4 per bound: at most four bounds ≤ 8e-4
 
 
 def _three_way(confirmed: bool, refuted: bool):

@@ -2,7 +2,7 @@
 data, the Monte Carlo gradient, the trainers.
 
 Everything here measures; nothing here imports the theory (a contract test walks the import
-graph), and nothing here is shared with it: the softmax is SciPy's, the kernels are the attention
+graph), and nothing here is shared with it: the softmax is the array backend's, the kernels are the attention
 heads' own scores, functional GD is never written down here (the construction is run as a
 Transformer; the parameter GD differentiates the loss numerically by the complex step).
 

@@ -37,7 +37,7 @@ from scipy.special import log_softmax, softmax
 from icltheory.backends import NumpyBackend
 
 __all__ = ["HEAD_KINDS", "Layout", "layout", "Head", "Cross", "Block", "Model", "embed", "forward",
-           "backward", "query_loss", "cross_attention", "erase_head", "update_head", "exact_cross",
+           "backward", "query_loss", "cross_attention", "erase_head", "update_head", "update_value", "exact_cross",
            "gd_model", "softmax", "log_softmax"]
 
 HEAD_KINDS = ("linear", "exp", "rbf", "laplacian", "softmax", "softmax_negsq", "delta")
@@ -353,11 +353,23 @@ def update_head(lay: Layout, kernel: str, scale: float, gamma: np.ndarray) -> He
     :math:`e^{-\sqrt s\lVert x_j-x_i\rVert_1}`, matching :func:`kernel_matrix`.
     """
     Sx = lay.selector("x")
-    V = np.zeros((lay.D, lay.D))
-    V[lay.f, lay.u] = gamma
-    V[lay.f, lay.v] = -gamma
     r = np.sqrt(scale)
-    return Head(r * Sx, r * Sx, V, kernel)
+    return Head(r * Sx, r * Sx, update_value(lay, gamma), kernel)
+
+
+def update_value(lay: Layout, gamma, xp=NUMPY):
+    r"""The update head's value matrix: :math:`\Gamma(u-v)` into the ``f`` slot (``V[f, u] = Γ``,
+    ``V[f, v] = −Γ``), an ``xp`` array; ``gamma`` a ``dp × dp`` matrix, or a vector: the diagonal
+    of a diagonal Γ (the other entries stay zero)."""
+    V = xp.zeros((lay.D, lay.D))
+    if len(gamma.shape) == 1:
+        f, u, v = (xp.asindex(getattr(lay, b).start + np.arange(lay.dp)) for b in ("f", "u", "v"))
+        V[f, u] = gamma
+        V[f, v] = -gamma
+    else:
+        V[lay.f, lay.u] = gamma
+        V[lay.f, lay.v] = -gamma
+    return V
 
 
 def exact_cross(lay: Layout) -> Cross:

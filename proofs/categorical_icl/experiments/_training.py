@@ -16,7 +16,7 @@ import numpy as np
 
 from ._data import Dataset
 from ._model import (NUMPY, Block, Cross, Head, Layout, Model, backward, erase_head, exact_cross,
-                     forward, query_loss)
+                     forward, query_loss, update_value)
 
 __all__ = ["GDLearner", "TFLearner", "evaluate", "train", "relative_distance_to_scaled_identity"]
 
@@ -60,13 +60,10 @@ class GDLearner:
     def _make_fixed(self, xp):
         lay = self.lay
         erase, cross = erase_head(lay, "delta", 1.0), exact_cross(lay)
-        dp = np.arange(lay.dp)
         return {"Sx": xp.asarray(lay.selector("x")),
                 "erase": Head(xp.asarray(erase.Q), xp.asarray(erase.K), xp.asarray(erase.V), erase.kind,
                               frozen=True),
-                "cross": Cross(xp.asarray(cross.Qc), xp.asarray(cross.Kc), xp.asarray(cross.Vc), frozen=True),
-                "f": xp.asindex(lay.f.start + dp), "u": xp.asindex(lay.u.start + dp),
-                "v": xp.asindex(lay.v.start + dp)}
+                "cross": Cross(xp.asarray(cross.Qc), xp.asarray(cross.Kc), xp.asarray(cross.Vc), frozen=True)}
 
     def model(self, p=None, xp=NUMPY) -> Model:
         r"""The model at parameters ``p`` (default: :attr:`params`), arrays of ``xp``: per block
@@ -76,9 +73,7 @@ class GDLearner:
         fx = self._fixed(xp)
         blocks = []
         for k in range(self.K):
-            V = xp.zeros((self.lay.D, self.lay.D))
-            V[fx["f"], fx["u"]] = p["alpha"][k]
-            V[fx["f"], fx["v"]] = -p["alpha"][k]
+            V = update_value(self.lay, p["alpha"][k], xp)
             h = Head(p["r"][0] * fx["Sx"], p["r"][0] * fx["Sx"], V, self.kernel)
             blocks.append(Block([h, fx["erase"]], fx["cross"]))
         W = p["W"]

@@ -12,6 +12,7 @@ sequences, and population GD of the relevant block from the same weights."""
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -20,14 +21,6 @@ from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 from ..settings_init import DropTimesSetting, initial_heads
 from ._common import ARXIV, loss_plot, steps_work
 from ._planted import C_N_PLUS_1, EXPERIMENTS, THEORY
-
-
-def _ndtr(x: float) -> float:
-    """The standard normal CDF (SciPy's, imported when a claim is judged, not when it is listed)."""
-    from scipy.special import ndtr
-
-    return float(ndtr(x))
-
 
 dt_theory = lazy_module("proofs.linear_attention.theory._drop_times")
 dt_ex = lazy_module("proofs.linear_attention.experiments._drop_times")
@@ -149,7 +142,7 @@ class DropTimes(Claim):
             margin = tol * first[k] - abs(tp - first[k])
             if margin <= 0:
                 continue  # the population check above has already failed
-            ff = float(2 * _ndtr(-margin / sig)) if sig > 0 else 0.0
+            ff = 2.0 * NormalDist().cdf(-margin / sig) if sig > 0 else 0.0
             if ff > budget:
                 ctx.inconclusive(f"{label}: P = {s.P} sequences leave a sampling spread {sig:.3g} τ of the first drop "
                                  f"against the margin {margin:.3g} τ (false-fail {ff:.2g} > {budget:.2g}): too few "

@@ -169,11 +169,6 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
     iK = H + np.arange(P * D).reshape(P, D)
     iQ = H + P * D + np.arange(P * D).reshape(P, D)
     eye = np.eye(D)
-    # per head: its value weight and its pieces' keys and queries (the explicit part of the
-    # Jacobian is block diagonal over heads)
-    hidx = np.array([np.concatenate([[h], iK[h * R:(h + 1) * R].ravel(), iQ[h * R:(h + 1) * R].ravel()])
-                     for h in range(H)])
-    last: dict = {}
 
     def split(y):
         y = y.reshape(B, n)
@@ -205,8 +200,6 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
         J[:, iQ, hp] = KE
         J[:, iK[:, :, None], iQ[:, None, :]] = vr[:, :, None, None] * E[:, None]
         J[:, iQ[:, :, None], iK[:, None, :]] = vr[:, :, None, None] * np.swapaxes(E, 1, 2)[:, None]
-        if B == 1:
-            last["blocks"] = J[0][hidx[:, :, None], hidx[:, None, :]]
         A = np.empty((B, n, D * D))
         A[:, :H] = np.einsum("spa,spb->spab", K, Q).reshape(B, H, R, D * D).sum(2)
         A[:, H:H + P * D] = (vr[:, :, None, None, None] * eye[None, None, :, :, None]
@@ -215,31 +208,22 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
                             * eye[None, None, :, None, :]).reshape(B, P * D, D * D)
         J -= (A * w) @ np.swapaxes(A, 1, 2)
         if B == 1:
-            last["J"], last["U"] = J[0], A[0]
             return J[0]
         out = np.zeros((B * n, B * n))
         for b in range(B):
             out[b * n:(b + 1) * n, b * n:(b + 1) * n] = J[b]
         return out
 
-    def structure():
-        """The last Jacobian (one row) as blockdiag(heads) − A·diag(W)·Aᵀ."""
-        return last["J"], last["blocks"], hidx, last["U"], w
-
-    jac.structure = structure
     # the Gauss–Newton product runs in BLAS-3 (counted at 5% like an LU), the fills at full cost
     costs = (6.0 * B * P * D * D, B * (0.1 * n * n * D * D + 4.0 * n * n) + (B * n) ** 2)
     return rhs, jac, split, costs
 
 
-#: rows integrated together (one solver, sharing its steps and Python overhead) up to this many
-#: states in all, per method: BDF factorises the block-diagonal Newton matrix block by block;
-#: LSODA factorises it whole (dense), which pays while it stays small (Fig. 3's six rows of 45
-#: states: 0.7 s against 1.3 s one row at a time)
-_BATCH_STATES = {"LSODA": 300, "BDF": 600}
-#: a row with more states than this is solved through its Jacobian's structure (heads' blocks
-#: plus the rank-D² coupling through M, by the Woodbury identity) instead of a dense LU
-_WOODBURY_STATES = 300
+#: rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
+#: block diagonal, factorised whole) up to this many states in all: that pays while the dense
+#: factorisation stays small (Fig. 3's six rows of 45 states on LSODA: 0.7 s against 1.3 s one
+#: row at a time)
+_BATCH_STATES = 300
 
 
 def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
@@ -258,8 +242,9 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     ``method``: ``"LSODA"`` (default: Adams steps while the flow is not stiff — on the plateaus
     and the drops — and BDF steps with the analytic Jacobian in the wells, switched by the
     solver's own stiffness detection; 2–3× faster than BDF alone on these flows,
-    ``benchmarks/bench_adaptive.py``) or ``"BDF"`` (its Newton matrices factorised per row; a
-    row above :data:`_WOODBURY_STATES` states solved through the Jacobian's structure).
+    ``benchmarks/bench_adaptive.py``) or ``"BDF"`` (SciPy's, the tests' independent
+    cross-check).  LSODA's solvers are resumed after others ran: SciPy ≥ 1.17 (earlier versions
+    hold one LSODA problem at a time).
 
     ``atol`` is ``atol_rel`` × the rms initial weight of the group.  ``budget``: flop-equivalents
     for all rows together, counted from the solver's own work; a group that exhausts it stops
@@ -280,12 +265,12 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     n_learn = np.broadcast_to(np.asarray(n_learn), (S,))
     ranks = [int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))),
                         initial=0)) + 1 for k in range(S)]
-    if method not in _BATCH_STATES:
+    if method not in ("LSODA", "BDF"):
         raise ValueError(f"unknown method {method!r}")
     groups: list[list[int]] = []
     for k in range(S):
         n_row = H + 2 * H * ranks[k] * D
-        g = next((g for g in groups if ranks[g[0]] == ranks[k] and (len(g) + 1) * n_row <= _BATCH_STATES[method]),
+        g = next((g for g in groups if ranks[g[0]] == ranks[k] and (len(g) + 1) * n_row <= _BATCH_STATES),
                  None)
         if g is None:
             groups.append([k])
@@ -297,7 +282,6 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     for gi, rows in enumerate(groups):
         R, B = ranks[rows[0]], len(rows)
         rhs, jac, split, (fc, jc) = separate_head_field(lam, N, H, R, B)
-        n_row = H + 2 * H * R * D
         y0 = np.concatenate([np.concatenate([v0[k], K0[k, :, :R].reshape(-1), Q0[k, :, :R].reshape(-1)]) for k in rows])
         fields.append((R, split))
 
@@ -314,11 +298,8 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
             return t >= (1.0 + settle) * float(np.max(np.where(done, ev, 0.0)))
 
         scale = float(np.sqrt(np.mean(y0 * y0))) or 1.0
-        structured = method == "BDF" and B == 1 and n_row > _WOODBURY_STATES
         sol = integrate_adaptive(rhs, y0, t_max, jac=jac, method=method, rtol=rtol, atol=atol_rel * scale,
                                  record=grid, events=events, stop=stop, fun_cost=fc, jac_cost=jc,
-                                 blocks=B if method == "BDF" else None,
-                                 structure=jac.structure if structured else None,
                                  budget=budget - spent, first_step=min(t_first, t_max),
                                  tick=(lambda f, w, gi=gi: tick((gi + f) / len(groups), w)) if tick else None,
                                  what=f"population gradient flow (rows {rows})")
