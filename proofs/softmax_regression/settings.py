@@ -55,7 +55,7 @@ def bnb_box_work(n: int, loss: str = "normalized") -> float:
 def bnb_default_boxes(n: int, profile: str, loss: str = "normalized") -> int:
     """The default box budget: the profile's branch-and-bound work over one box's work
     (deterministic: from n, the loss and the profile only)."""
-    return int(min(BNB_MAX_BOXES, BNB_WORK[profile] // bnb_box_work(n, loss)))
+    return int(min(BNB_MAX_BOXES, BNB_WORK[profile] / bnb_box_work(n, loss) * (1 + 1e-12)))
 
 
 @dataclass(frozen=True, kw_only=True)
