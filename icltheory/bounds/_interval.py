@@ -5,17 +5,24 @@ operation rounds outward by one ulp (``numpy.nextafter``) after IEEE round-to-ne
 encloses the exact result of ``+ − × ÷`` and ``sqrt`` (all correctly rounded in IEEE 754).
 Transcendental functions are not taken from the float library: :func:`exp_interval` encloses
 ``exp`` at the (exact float) endpoints with python-flint ``arb`` (memoised per endpoint value, so
-a bisection grid costs one arb call per distinct endpoint).
+a bisection grid costs one arb call per distinct endpoint); :func:`exp_bounds` encloses it at
+any float array without a per-value arb call (e^{k/2⁸} from an arb table, the rest by its
+Taylor series with every rounding bounded).
+
+:class:`Quad` carries second-order Taylor forms in a box's coordinates (the quadratic part
+exact, third-order terms and rounding in an error radius): on small boxes their ranges are far
+tighter than plain intervals (no dependency problem to second order).
 
 :func:`lambdify_interval` lowers a SymPy expression (sums, products, integer powers, ``Abs``,
-``sqrt``, dyadic rational constants) to a function of Intervals.
+``sqrt``, dyadic rational constants) to a function of Intervals (or Duals, or Quads).
 
 :func:`branch_and_bound` certifies an upper bound on ``sup f`` over a union of boxes: a box is
 discarded once its interval upper bound is below a value of ``f`` at a feasible point (times
-``1 − 1e-9``, covering the float evaluation of that value), or once it is certainly infeasible;
-boxes are bisected along their widest (scaled) side until every remaining box's upper bound is
-within ``target`` × the best value found, the time budget ends, or ``max_boxes`` is reached.
-The certified upper bound is the largest upper bound among the remaining boxes.
+``1 − 1e-9``; such a value only ever raises the result, so its float error cannot invalidate
+it), or once it is certainly infeasible; boxes are bisected along their widest (scaled, or
+most sensitive) side until every remaining box's upper bound is within ``target`` × the best
+value found (or below an absolute ``stop``), the time budget ends, or ``max_boxes`` is
+reached.  The certified upper bound is the largest upper bound among the remaining boxes.
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Interval", "Dual", "dual_gradient", "exp_interval", "lambdify_interval",
-           "centred_upper", "branch_and_bound", "BnBResult"]
+__all__ = ["Interval", "Dual", "Quad", "dual_gradient", "exp_interval", "exp_bounds",
+           "exp_interval_fast", "lambdify_interval", "centred_upper", "branch_and_bound",
+           "BnBResult"]
 
 _INF = np.inf
 
@@ -179,6 +187,78 @@ def exp_interval(lo, hi) -> Interval:
     low = enc[inv[: lo.size], 0].reshape(lo.shape)
     high = enc[inv[lo.size:], 1].reshape(hi.shape)
     return Interval(low, high)
+
+
+_EXP_BITS = 8  # range reduction x = k/2^8 + t, 0 ≤ t < 2^-8
+_EXP_KMAX = 1 << 18  # |k| beyond this (|x| > 1024): the enclosure is [0, ∞) / overflow rules
+_EXP_TAB = {"k0": 0, "lo": np.zeros(0), "hi": np.zeros(0)}
+#: 1/i! rounded to nearest (relative error ≤ 2⁻⁵³ each; all terms of the series are positive)
+_EXP_COEF = tuple(float(__import__("fractions").Fraction(1, math.factorial(i))) for i in range(7))
+
+
+def _exp_table(kmin: int, kmax: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """Enclosures of e^{k/2^8} for kmin ≤ k ≤ kmax (arb, outward to floats; grown on demand)."""
+    t = _EXP_TAB
+    k0, n = t["k0"], len(t["lo"])
+    if n and k0 <= kmin and kmax < k0 + n:
+        return k0, t["lo"], t["hi"]
+    a = min(kmin, k0) if n else kmin
+    b = max(kmax, k0 + n - 1) if n else kmax
+    lo, hi = np.empty(b - a + 1), np.empty(b - a + 1)
+    for k in range(a, b + 1):
+        if n and k0 <= k < k0 + n:
+            lo[k - a], hi[k - a] = t["lo"][k - k0], t["hi"][k - k0]
+        else:
+            lo[k - a], hi[k - a] = _exp_endpoint(math.ldexp(float(k), -_EXP_BITS))
+    t.update(k0=a, lo=lo, hi=hi)
+    return a, lo, hi
+
+
+def _exp_series(t: np.ndarray) -> np.ndarray:
+    """Σ_{i≤6} tⁱ/i! by Horner in floats (t ≥ 0: every term positive, so the computed value is
+    within a relative 2⁻⁴⁹ of the exact truncated series: 13 roundings and 7 rounded
+    coefficients)."""
+    c = _EXP_COEF
+    p = np.full_like(t, c[6])
+    for i in range(5, -1, -1):
+        p = p * t + c[i]
+    return p
+
+
+def exp_bounds(x) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(lo, hi)`` with lo ≤ e^x ≤ hi for every float of the array ``x``, vectorised
+    (no arb call per value): x = k/2⁸ + t with k = ⌊2⁸x⌋ (2⁸x is exact, t ∈ [0, 2⁻⁸) is enclosed
+    by one outward step), e^{k/2⁸} from an arb table, e^t from its degree-6 Taylor series in
+    floats (positive terms: relative rounding error < 2⁻⁴⁹) with the remainder
+    t⁷e^t/7! < 2⁻⁶⁸ added; both widened by a relative 2⁻⁴⁶ and the final product rounded
+    outward.  Values with |x| > 1024 or not finite get the conservative [0, ∞] unless
+    x < −1024 (then [0, 2⁻¹⁰⁷⁴]) ."""
+    x = np.asarray(x, dtype=float)
+    ok = np.isfinite(x) & (np.abs(x) <= 1024.0)
+    xs = np.where(ok, x, 0.0)
+    X = np.ldexp(xs, _EXP_BITS)
+    k = np.floor(X)
+    d = X - k  # may round when X < 0 (cancellation-free otherwise): enclose it
+    small = k == 0  # then d = X exactly and t = x exactly
+    t_lo = np.where(small, xs, np.ldexp(np.maximum(_down(d), 0.0), -_EXP_BITS))
+    t_hi = np.where(small, xs, np.ldexp(np.minimum(_up(d), 1.0), -_EXP_BITS))
+    ki = k.astype(np.int64)
+    k0, tlo, thi = _exp_table(int(ki.min()) if ki.size else 0, int(ki.max()) if ki.size else 0)
+    e_lo, e_hi = tlo[ki - k0], thi[ki - k0]
+    p_lo = _exp_series(t_lo) * (1.0 - 2.0 ** -46)
+    p_hi = _exp_series(t_hi) * (1.0 + 2.0 ** -46) + 2.0 ** -66
+    with np.errstate(over="ignore", invalid="ignore"):
+        prod = e_lo * p_lo  # a product that overflows is above the largest float
+        lo = np.where(np.isfinite(prod), np.maximum(_down(prod), 0.0), np.finfo(float).max)
+        hi = _up(e_hi * p_hi)
+    lo = np.where(ok, lo, 0.0)
+    hi = np.where(ok, hi, np.where(x < -1024.0, 2.0 ** -1074, np.inf))
+    return lo, hi
+
+
+def exp_interval_fast(lo, hi) -> Interval:
+    """exp over [lo, hi] by :func:`exp_bounds` (monotone; vectorised, no per-value arb call)."""
+    return Interval(exp_bounds(lo)[0], exp_bounds(hi)[1])
 
 
 class Dual:
@@ -351,7 +431,8 @@ def centred_upper(value_fn, gradient_fn, boxes: list, need=None, out: dict | Non
 class BnBResult:
     """``upper``: certified sup bound over the domain (max over the remaining boxes);
     ``lower``: the best value found at a feasible point (float, not certified); ``boxes``:
-    boxes evaluated; ``status``: "target" (upper ≤ target·lower), "time" or "boxes"."""
+    boxes evaluated; ``status``: "target" (upper ≤ target·lower, or ≤ stop), "time", "boxes"
+    or "refuted" (a point value above stop)."""
 
     upper: float
     lower: float
@@ -367,7 +448,7 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
                      seconds: float = 60.0, max_boxes: int = 2_000_000, chunk: int = 40_000,
                      scale=None, lower: float = 0.0, argmax=None,
                      polish: Callable | None = None, frontier: dict | None = None,
-                     probe: int | None = None) -> BnBResult:
+                     probe: int | None = None, stop: float | None = None) -> BnBResult:
     """Certify sup f ≤ upper over the union of the boxes [lo_i, hi_i] (see module docstring).
 
     ``upper_fn(lo, hi, threshold) -> array`` (or ``(array, scores)``): a certified upper bound
@@ -380,7 +461,9 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     prunes more; it must be a value of f at a feasible point); ``frontier`` (a dict) receives
     the unresolved boxes and their bounds at the end (``lo``, ``hi``, ``ub``); ``probe``: look
     for better values only at the centres of the ``probe`` boxes of each chunk with the largest
-    parent bounds (default: every box).
+    parent bounds (default: every box); ``stop``: an absolute level instead of the relative
+    target — boxes are retired once their bound is ≤ ``stop``, and the search ends (status
+    "refuted") as soon as a point value exceeds ``stop`` (no certificate can reach it).
 
     Boxes whose upper bound is already within ``target`` × the best value are retired (only
     the largest such bound is kept), so memory holds the unresolved frontier only; the frontier
@@ -394,6 +477,9 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     evaluated, rounds, status, polished = 0, 0, "target", 0
     while len(lo):
         rounds += 1
+        if stop is not None and best > stop:
+            status = "refuted"
+            break
         if time.perf_counter() - t0 > seconds:
             status = "time"
             break
@@ -419,14 +505,15 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
                 pv, px = polish(best_x)
                 if pv > best:
                     best, best_x = float(pv), np.asarray(px, dtype=float)
+        level = best * target if stop is None else stop
         with np.errstate(all="ignore"):
-            got = upper_fn(clo, chi, best * target)
+            got = upper_fn(clo, chi, level)
         ub, score = (got if isinstance(got, tuple) else (got, None))
         ub = np.asarray(ub, dtype=float)
         ub = np.where(np.isnan(ub), np.inf, ub)
         evaluated += len(clo)
         live = ub >= best * (1 - 1e-9)  # below a value found: cannot hold the supremum
-        done = live & (ub <= target * best) & (best > 0)
+        done = live & (ub <= level) & ((best > 0) | (stop is not None))
         if np.any(done):
             retired = max(retired, float(ub[done].max()))
         split = live & ~done
@@ -451,3 +538,340 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     pending = float(ub_all.max()) if len(ub_all) else -np.inf
     upper = max(retired, pending, best)
     return BnBResult(upper, best, best_x, evaluated, rounds, time.perf_counter() - t0, status)
+
+
+# ----------------------------------------------------------------------------- Taylor forms
+
+_AERR = 2.0 ** -52  # ≥ twice the unit roundoff: bounds one rounding relative to its result
+_ATINY = 2.0 ** -1070  # absolute slack covering subnormal rounding (per term)
+
+
+def _eup(e: np.ndarray) -> np.ndarray:
+    """An error radius accumulated as a float sum/product of ≤ 16 nonnegative terms, rounded
+    up (its relative rounding error is < 16·2⁻⁵³ = 2⁻⁴⁹)."""
+    return e * (1.0 + 2.0 ** -45) + _ATINY
+
+
+def _rsum(x: np.ndarray) -> np.ndarray:
+    """Σ over the first axis of nonnegative floats, rounded up (relative error of a float sum
+    of k ≤ 2⁸ nonnegative terms < 2⁻⁴⁵)."""
+    return x.sum(axis=0) * (1.0 + 2.0 ** -44) + _ATINY
+
+
+# ----------------------------------------------------------------------------- quadratic forms
+
+
+_PACK: dict[int, tuple] = {}
+
+
+def _pack(D: int) -> tuple:
+    """Index arrays of the packed quadratic part: the pairs i ≤ j (I, J), the positions of the
+    diagonal, and the weights ½ (diagonal) / 1 of a symmetrised product and 1 / 2 of a
+    square."""
+    got = _PACK.get(D)
+    if got is None:
+        I, J = np.triu_indices(D)
+        diag = np.flatnonzero(I == J)
+        half = np.where(I == J, 0.5, 1.0)[:, None]
+        two = np.where(I == J, 1.0, 2.0)[:, None]
+        got = _PACK[D] = (I, J, diag, half, two)
+    return got
+
+
+class Quad:
+    r"""A batch of second-order Taylor forms x = c + Σ_i a_i ε_i + Σ_{i≤j} q_ij ε_i ε_j + [−e, e]
+    (ε ∈ [−1, 1]^D the box coordinates; ``c`` (B,), ``a`` (D, B), ``q`` (D(D+1)/2, B) the
+    coefficients of ε_iε_j for i ≤ j (packed as :func:`numpy.triu_indices`), either may be
+    ``None`` for 0; ``e`` ≥ 0 (B,)).  Products and smooth functions carry the quadratic part
+    exactly; third-order terms, the error terms' propagation and every rounding error go to e.
+    Univariate functions use Taylor's theorem to second order with the Lagrange remainder
+    ⅙g‴(ξ)δ³ bounded over the form's range."""
+
+    __slots__ = ("c", "a", "q", "e", "_A", "_Q")
+    __array_priority__ = 1003
+
+    def __init__(self, c, a, q, e):
+        self.c, self.a, self.q, self.e = c, a, q, e
+        self._A = self._Q = None
+
+    @staticmethod
+    def variable(c: np.ndarray, h: np.ndarray, k: int, D: int) -> "Quad":
+        """c + h·ε_k (c, h (B,), h ≥ 0 with [c − h, c + h] covering the coordinate's range)."""
+        a = np.zeros((D, len(c)))
+        a[k] = h
+        return Quad(np.asarray(c, float).copy(), a, None, np.zeros(len(c)))
+
+    @staticmethod
+    def of_interval(x: Interval) -> "Quad":
+        lo, hi = np.asarray(x.lo, float), np.asarray(x.hi, float)
+        c = 0.5 * (lo + hi)
+        e = _up(np.maximum(hi - c, c - lo))
+        return Quad(c, None, None, np.where(np.isfinite(e), e, np.inf))
+
+    @staticmethod
+    def _of(x) -> "Quad":
+        if isinstance(x, Quad):
+            return x
+        if isinstance(x, Interval):
+            return Quad.of_interval(x)
+        v = float(x)
+        if v != x:
+            raise ValueError(f"constant {x!r} is not exactly representable")
+        return Quad(np.float64(v), None, None, np.float64(0.0))
+
+    # ------------------------------------------------------------ magnitudes
+    def A(self):
+        """≥ Σ|a_i| (the linear part's reach)."""
+        if self._A is None:
+            self._A = 0.0 if self.a is None else _rsum(np.abs(self.a))
+        return self._A
+
+    def Qm(self):
+        """≥ Σ|q_ij| (the quadratic part's reach)."""
+        if self._Q is None:
+            self._Q = 0.0 if self.q is None else _rsum(np.abs(self.q))
+        return self._Q
+
+    def rad(self):
+        """≥ |x − c| over the box."""
+        return _eup(self.A() + self.Qm() + self.e)
+
+    def range(self) -> Interval:
+        """c + Σ_i (a_iε_i + q_iiε_i²) (each term's exact range on [−1, 1]) ± Σ_{i<j}|q_ij| ± e."""
+        c = self.c
+        if self.q is None:
+            r = self.rad()
+            lo, hi = _down(c - r), _up(c + r)
+        else:
+            D = int(round((np.sqrt(8 * self.q.shape[0] + 1) - 1) / 2))
+            diag = _pack(D)[2]
+            a = self.a if self.a is not None else np.zeros((D,) + np.shape(c))
+            d = self.q[diag]
+            p, m_ = d + a, d - a  # values at ε_i = ±1
+            with np.errstate(all="ignore"):
+                vert = np.where(np.abs(a) <= 2.0 * np.abs(d), -a * a / (4.0 * d), 0.0)
+            vert = np.where(d != 0, vert, 0.0)
+            tmax = np.maximum(np.maximum(p, m_), np.where(d < 0, vert, -np.inf))
+            tmin = np.minimum(np.minimum(p, m_), np.where(d > 0, vert, np.inf))
+            sabs = np.abs(p) + np.abs(m_) + np.abs(vert)
+            off = _rsum(np.abs(self.q)) - np.abs(d).sum(axis=0)  # Σ_{i<j}|q_ij| (+ rounding)
+            slack = _rsum(sabs) * 2.0 ** -48 + np.abs(c) * _AERR + _ATINY
+            r = _eup(np.maximum(off, 0.0) + _rsum(np.abs(d)) * 2.0 ** -48 + self.e + slack)
+            lo = _down(c + tmin.sum(axis=0) - r)
+            hi = _up(c + tmax.sum(axis=0) + r)
+        return Interval(np.where(np.isnan(lo), -_INF, lo), np.where(np.isnan(hi), _INF, hi))
+
+    def tighten(self, known: Interval) -> "Quad":
+        """Per box, the form or — where ``known`` (another enclosure of the same quantity) is
+        less than half as wide as the form's reach — the constant form of ``known``."""
+        r = self.rad()
+        klo, khi = np.asarray(known.lo, float), np.asarray(known.hi, float)
+        kc = 0.5 * (klo + khi)
+        kr = _up(np.maximum(khi - kc, kc - klo))
+        use = ((kr < 0.5 * r) | ~np.isfinite(r)) & np.isfinite(kr)
+        if not np.any(use):
+            return self
+        return Quad(np.where(use, kc, self.c),
+                    None if self.a is None else np.where(use, 0.0, self.a),
+                    None if self.q is None else np.where(use, 0.0, self.q),
+                    np.where(use, kr, self.e))
+
+    # ------------------------------------------------------------ arithmetic
+    def __neg__(self):
+        out = Quad(-self.c, None if self.a is None else -self.a,
+                   None if self.q is None else -self.q, self.e)
+        out._A, out._Q = self._A, self._Q
+        return out
+
+    def __add__(self, o):
+        o = Quad._of(o)
+        c = self.c + o.c
+        a = self.a if o.a is None else (o.a if self.a is None else self.a + o.a)
+        q = self.q if o.q is None else (o.q if self.q is None else self.q + o.q)
+        e = self.e + o.e + (np.abs(c) + self.A() + o.A() + self.Qm() + o.Qm()) * _AERR + _ATINY
+        return Quad(c, a, q, _eup(e))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self + (-Quad._of(o))
+
+    def __rsub__(self, o):
+        return Quad._of(o) + (-self)
+
+    def _cmul(self, k: "Quad") -> "Quad":
+        """self × a constant form k (no a, no q)."""
+        kc = k.c
+        c = self.c * kc
+        a = None if self.a is None else self.a * kc
+        q = None if self.q is None else self.q * kc
+        akc = np.abs(kc)
+        R = self.A() + self.Qm()
+        e = (akc * self.e + k.e * (np.abs(self.c) + R + self.e)
+             + (np.abs(c) + akc * R) * (2 * _AERR) + _ATINY)
+        return Quad(c, a, q, _eup(e))
+
+    def __mul__(self, o):
+        o = Quad._of(o)
+        x, y = self, o
+        if y.a is None and y.q is None:
+            return x._cmul(y)
+        if x.a is None and x.q is None:
+            return y._cmul(x)
+        cx, cy = x.c, y.c
+        Ax, Ay, Qx, Qy = x.A(), y.A(), x.Qm(), y.Qm()
+        c = cx * cy
+        a = None
+        if x.a is not None and y.a is not None:
+            a = y.a * cx
+            a += x.a * cy
+        elif x.a is not None:
+            a = x.a * cy
+        elif y.a is not None:
+            a = y.a * cx
+        q = None
+        if x.a is not None and y.a is not None:
+            I, J, _, half, _ = _pack(x.a.shape[0])
+            q = x.a[I] * y.a[J]
+            q += x.a[J] * y.a[I]
+            q *= half
+        if x.q is not None:
+            t = x.q * cy
+            q = t if q is None else q + t
+        if y.q is not None:
+            t = y.q * cx
+            q = t if q is None else q + t
+        acx, acy = np.abs(cx), np.abs(cy)
+        e = (Ax * Qy + Qx * Ay + Qx * Qy + (acx + Ax + Qx) * y.e + (acy + Ay + Qy) * x.e
+             + x.e * y.e
+             + (np.abs(c) + acx * (Ay + Qy) + acy * (Ax + Qx) + Ax * Ay) * (4 * _AERR) + _ATINY)
+        return Quad(c, a, q, _eup(e))
+
+    __rmul__ = __mul__
+
+    def scale(self, p: np.ndarray) -> "Quad":
+        """x·p for exact floats p (B,)."""
+        return self._cmul(Quad(np.asarray(p, float), None, None, np.zeros(np.shape(p))))
+
+    def _outer_sq(self, w) -> np.ndarray:
+        """w·(a·ε)² as packed coefficients."""
+        I, J, _, _, two = _pack(self.a.shape[0])
+        q = self.a[I] * self.a[J]
+        q *= two * w if np.ndim(w) == 0 else two * w[None, :]
+        return q
+
+    def square(self) -> "Quad":
+        cx = self.c
+        A, Q = self.A(), self.Qm()
+        c = cx * cx
+        a = None if self.a is None else (2.0 * cx) * self.a
+        q = None if self.q is None else (2.0 * cx) * self.q
+        if self.a is not None:
+            o2 = self._outer_sq(1.0)
+            q = o2 if q is None else q + o2
+        acx = np.abs(cx)
+        e = (2.0 * A * Q + Q * Q + 2.0 * (acx + A + Q) * self.e + self.e * self.e
+             + (np.abs(c) + 2.0 * acx * (A + Q) + A * A) * (4 * _AERR) + _ATINY)
+        return Quad(c, a, q, _eup(e))
+
+    def __pow__(self, k):
+        if not (isinstance(k, (int, np.integer)) or float(k).is_integer()):
+            raise ValueError("only integer powers")
+        k = int(k)
+        if k < 0:
+            return (self ** (-k)).recip()
+        if k == 0:
+            return Quad(np.ones_like(self.c), None, None, np.zeros_like(self.c))
+        if k == 1:
+            return self
+        if k % 2 == 0:
+            return (self ** (k // 2)).square()
+        return self * (self ** (k - 1))
+
+    def _apply(self, g0: Interval, g1: Interval, g2: Interval, g3: np.ndarray) -> "Quad":
+        """g(x) = g(c) + g′(c)δ + ½g″(c)δ² + ⅙g‴(ξ)δ³ (δ = x − c), from enclosures g0, g1, g2
+        of g(c), g′(c), ½g″(c) and g3 ≥ ⅙|g‴| over the form's range."""
+        with np.errstate(all="ignore"):
+            A, Q, ex = self.A(), self.Qm(), self.e
+            r = _eup(A + Q + ex)
+            m0, m1, m2 = (0.5 * (g.lo + g.hi) for g in (g0, g1, g2))
+            r0, r1, r2 = (_up(np.maximum(g.hi - mm, mm - g.lo)) for g, mm in
+                          ((g0, m0), (g1, m1), (g2, m2)))
+            a = None if self.a is None else m1 * self.a
+            q = None if self.q is None else m1 * self.q
+            if self.a is not None:
+                o2 = self._outer_sq(m2)
+                q = o2 if q is None else q + o2
+            am1, am2 = np.abs(m1), np.abs(m2)
+            e = (r0 + am1 * ex + r1 * r + am2 * (2.0 * A * (Q + ex) + (Q + ex) ** 2) + r2 * r * r
+                 + g3 * r * r * r
+                 + (np.abs(m0) + am1 * (A + Q) + am2 * A * A) * (4 * _AERR) + _ATINY)
+            e = _eup(e)
+            c = m0
+            bad = ~(np.isfinite(e) & np.isfinite(c))
+            if np.any(bad):
+                e = np.where(bad, np.inf, e)
+                c = np.where(bad, 0.0, c)
+                a = None if a is None else np.where(bad, 0.0, a)
+                q = None if q is None else np.where(bad, 0.0, q)
+        return Quad(c, a, q, e)
+
+    def _within(self, known: Interval | None) -> Interval:
+        R = self.range()
+        if known is None:
+            return R
+        return Interval(np.maximum(R.lo, known.lo), np.minimum(R.hi, known.hi))
+
+    def exp(self, known: Interval | None = None) -> "Quad":
+        R = self._within(known)
+        g0 = Interval(*exp_bounds(self.c))
+        g3 = _up(exp_bounds(R.hi)[1] * (1.0 / 6.0) * (1.0 + 2.0 ** -50))
+        return self._apply(g0, g0, g0 * 0.5, g3)
+
+    def recip(self, known: Interval | None = None) -> "Quad":
+        """1/x where x > 0 on the box (unbounded otherwise)."""
+        R = self._within(known)
+        one = Interval(np.float64(1.0))
+        with np.errstate(all="ignore"):
+            g0 = one / Interval(self.c)
+            g1 = -(g0.square())
+            g2 = g0 * g0.square()  # ½ · 2/c³
+            l = np.where(R.lo > 0, R.lo, np.nan)
+            g3 = (one / (Interval(l).square().square())).hi  # ⅙ · 6/x⁴ ≤ 1/l⁴
+        g3 = np.where(np.isnan(g3), np.inf, g3)
+        return self._apply(g0, g1, g2, g3)
+
+    def sqrt(self, known: Interval | None = None) -> "Quad":
+        """√x where x > 0 on the box (unbounded otherwise)."""
+        R = self._within(known)
+        with np.errstate(all="ignore"):
+            g0 = Interval(self.c).sqrt()
+            g1 = Interval(np.float64(0.5)) / g0
+            g2 = -(Interval(np.float64(0.125)) / (g0 * Interval(self.c)))  # ½ · (−¼c^{−3/2})
+            l = np.where(R.lo > 0, R.lo, np.nan)
+            Ls = Interval(l).sqrt()
+            g3 = (Interval(np.float64(0.0625)) / (Interval(l).square() * Ls)).hi  # ⅙·⅜x^{−5/2}
+        g3 = np.where(np.isnan(g3), np.inf, g3)
+        return self._apply(g0, g1, g2, g3)
+
+    def rsqrt(self, known: Interval | None = None) -> "Quad":
+        """1/√x where x > 0 on the box (unbounded otherwise)."""
+        R = self._within(known)
+        one = Interval(np.float64(1.0))
+        with np.errstate(all="ignore"):
+            g0 = one / Interval(self.c).sqrt()
+            c3 = g0 * g0.square()  # c^{−3/2}
+            g1 = -(c3 * 0.5)
+            g2 = c3 * g0.square() * Interval(np.float64(0.375))  # ½ · ¾c^{−5/2}
+            l = np.where(R.lo > 0, R.lo, np.nan)
+            Li = one / Interval(l)
+            g3 = (Li.square().square() * Interval(l).sqrt() * Interval(np.float64(0.3125))
+                  * Li).hi  # ⅙ · (15/8)x^{−7/2} = (5/16)·x^{−4}·√x
+        g3 = np.where(np.isnan(g3), np.inf, g3)
+        return self._apply(g0, g1, g2, g3)
+
+    def __truediv__(self, o):
+        return self * Quad._of(o).recip()
+
+    def __rtruediv__(self, o):
+        return Quad._of(o) * self.recip()

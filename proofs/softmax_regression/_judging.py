@@ -98,20 +98,27 @@ def witness_bound(ctx, name: str, key: str, m, proved_upper: float, what: str) -
 BNB_MAX_N = 6
 
 
-def bnb_upper(s, loss: str) -> float:
+def bnb_upper(s, loss: str, stop: float | None = None) -> float:
     """The branch-and-bound certified upper bound; inf (no certificate: the closed forms
     decide) when the setting allows no boxes, n > BNB_MAX_N, or its cost is over the
-    profile's budget."""
+    profile's budget.  ``stop``: a candidate constant — the search ends as soon as the bound is
+    ≤ it (or a point value shows it cannot be)."""
+    if not bnb_runs(s, loss):
+        return math.inf
+    return bnb.certified_upper(loss, s.n, float(s.R), int(s.bnb_boxes), stop).upper
+
+
+def bnb_runs(s, loss: str) -> bool:
+    """Whether the setting runs the branch and bound (boxes allowed, n ≤ BNB_MAX_N, its cost
+    within the profile's budget)."""
     from icltheory.core import BUDGETS
 
-    if not s.bnb_boxes or s.n > BNB_MAX_N or bnb_cost(s) > BUDGETS[s.profile][0]:
-        return math.inf
-    return bnb.certified_upper(loss, s.n, float(s.R), int(s.bnb_boxes)).upper
+    return bool(s.bnb_boxes) and s.n <= BNB_MAX_N and bnb_cost(s, loss) <= BUDGETS[s.profile][0]
 
 
 def bnb_derivation_check(ctx, s, loss: str, key: str) -> None:
-    """When the branch and bound ran, its reduction (theory_hessian) must be verified."""
-    if math.isfinite(bnb_upper(s, loss)):
+    """When the branch and bound runs, its reduction (theory_hessian) must be verified."""
+    if bnb_runs(s, loss):
         th = bnb.theory_hessian
         derivations = [th.reduced_hessian(loss, s.n).derivation]
         if loss == "normalized" and s.n >= 2:  # the eigenvalue (pencil) form bounds it
@@ -126,28 +133,32 @@ def bnb_derivation_check(ctx, s, loss: str, key: str) -> None:
                           "of its pencil), lowered to interval arithmetic")
 
 
-def best_proved(s, loss: str, terms) -> float:
+def best_proved(s, loss: str, terms, stop: float | None = None) -> float:
     """The best proved upper bound on the gradient's Lipschitz constant at the setting: the
-    derivation's closed forms and the branch-and-bound certificate."""
+    derivation's closed forms and the branch-and-bound certificate (aimed at ``stop``, a
+    candidate constant, when given)."""
     th = theory.theory()
-    return min([th.upper(t, s.n, s.R) for t in terms] + [bnb_upper(s, loss)])
+    return min([th.upper(t, s.n, s.R) for t in terms] + [bnb_upper(s, loss, stop)])
 
 
-def bnb_cost(s) -> float:
-    """≈ flop-equivalents of the branch and bound (≈ 500 n³ per box: the eigen bound's forms
-    and forward-mode gradients grow ~n³; 13 µs per box at n = 4 on one core; 0 when it does
-    not run)."""
+def bnb_cost(s, loss: str) -> float:
+    """≈ flop-equivalents of the branch and bound: its box budget × one box's work for the
+    loss (:func:`.settings.bnb_box_work`); 0 when it does not run."""
+    from .settings import bnb_box_work
+
     if not s.bnb_boxes or s.n > BNB_MAX_N:
         return 0.0
-    return float(s.bnb_boxes) * 500.0 * max(s.n, 2) ** 3
+    return float(s.bnb_boxes) * bnb_box_work(s.n, loss)
 
 
 def bnb_memory(s) -> float:
     """≈ bytes of the branch and bound: the frontier (two corners and a bound per box, at most
-    one box per box evaluated) and the interval temporaries of one chunk (≈ 250 MB)."""
+    one box per box evaluated, ×3 for the copies made when it is split) and the
+    second-order forms of one chunk (≈ 350 MB at most: the chunk shrinks as n grows; measured
+    peak resident size 180 MB at n = 4, 350 MB at n = 6, the process included)."""
     if not s.bnb_boxes or s.n > BNB_MAX_N:
         return 0.0
-    return 2.5e8 + 8.0 * (4 * max(s.n, 2)) * float(s.bnb_boxes)
+    return 3.5e8 + 3 * 8.0 * (4 * max(s.n, 2)) * float(s.bnb_boxes)
 
 
 def witness_cost(s) -> float:

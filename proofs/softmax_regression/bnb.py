@@ -5,21 +5,25 @@ forms, lowered to interval arithmetic; nothing else is typed here).  Domains use
 of $\psi$ (a simultaneous permutation of the logits, the direction and the target; $v\mapsto-v$;
 for the normalized loss shifts of $z$, $v$ and $b$ along $\mathbf 1$):
 
-* normalized, ``method="eigen"`` (default): $z_0\ge\dots\ge z_{n-1}=0$ with centred norm
-  $\le\rho=R^2$ and the target $b=(c,-\sum c)\perp\mathbf 1$ near the unit sphere; the sup over
-  the direction is the largest $|\lambda|$ of the pencil $(K(f,b),G)$ of
-  :func:`theory_hessian.reduced_matrix`, bounded per box by :class:`_EigenProblem`;
-* normalized, ``method="ratio"``: $z$ as above and $v$ with $v_{n-1}=0$ on a face $v_i=1$ of the
-  cube $[-1,1]^{n-1}$ ($\psi$ is 0-homogeneous in $v$), $\psi$ in closed form (sup over $b$);
+* normalized, ``method="eigen"`` (default): the sup over the direction is the largest
+  $|\lambda|$ of the pencil $(K(f,b),G)$ of :func:`theory_hessian.reduced_matrix`; the domain
+  is covered exactly by boxes in sphere coordinates — the sorted logits $z_0\ge\dots\ge
+  z_{n-1}=0$ from a radius $r\le\rho=R^2$ (their centred norm) and a direction on a face of a
+  cube, the target $b\perp\mathbf 1$ on the unit sphere from a face of another cube — and
+  :class:`_EigenProblem` bounds a box by the target patch's corners (convexity in $b$) and
+  second-order forms over the logits;
+* normalized, ``method="ratio"``: $z_0\ge\dots\ge z_{n-1}=0$ in a box of the centred-norm ball
+  and $v$ with $v_{n-1}=0$ on a face $v_i=1$ of the cube $[-1,1]^{n-1}$ ($\psi$ is
+  0-homogeneous in $v$), $\psi$ in closed form (sup over $b$);
 * rescaled: $z_0\ge\dots\ge z_{n-1}$, $\|z\|\le\rho$; $v$ on a face $v_i=1$ of $[-1,1]^n$
   (the ratio form).
 
-Over a box the softmax weights are enclosed exactly per coordinate ($f_k$ increases with
-$z_k$ and decreases with the others) with $e^{z}$ enclosed in arb at the box corners; the rest is
-outward-rounded interval arithmetic (:mod:`icltheory.bounds._interval`), and the float
-eigenvectors used by the eigen bound enter only through quantities bounded in that arithmetic
-(their non-orthonormality included), so a wrong eigenvector loosens the bound but cannot
-invalidate it.
+Every enclosure is outward-rounded (:mod:`icltheory.bounds._interval`: intervals, second-order
+Taylor forms :class:`~icltheory.bounds._interval.Quad`, exponentials from an arb table); the
+float eigenvectors used by the eigen bound enter only through quantities bounded in that
+arithmetic (their non-orthonormality included), so a wrong eigenvector loosens the bound but
+cannot invalidate it, and the float point values that prune boxes never lower the certified
+bound below themselves.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from icltheory.bounds._interval import (Dual, Interval, _down, _up, branch_and_bound, centred_upper,
-                                        dual_gradient,
-                                        exp_interval, lambdify_interval)
+from icltheory.bounds._interval import (Interval, Quad, _down, _up, branch_and_bound,
+                                        centred_upper, dual_gradient, exp_interval,
+                                        exp_interval_fast, lambdify_interval)
 from icltheory.core import cached
 
 from . import theory_hessian
@@ -280,253 +284,458 @@ def _numeric_K(d_num, f: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 
-class _EigenProblem:
-    r"""Normalized loss by the pencil (K, G) of :func:`theory_hessian.reduced_matrix`: boxes
-    over (z_0..z_{n−2}; c) with z_0 ≥ … ≥ z_{n−1} = 0 (centred norm ≤ ρ) and b = (c, −Σc),
-    ‖b‖ ≤ 1; boxes inside the ball ‖b‖ < 1 are dropped (K is affine in b, so λ_max(±K) is convex
-    in b and its sup over the ball is on the sphere).  ψ = max_s λ_max(sK, G) over the box:
+def _congruence(Q: np.ndarray, m: int) -> np.ndarray:
+    """An upper bound on ‖QᵀGQ − I‖_F (G = I + 𝟏𝟏ᵀ, so QᵀGQ = QᵀQ + (𝟏ᵀQ)ᵀ(𝟏ᵀQ)) for a batch
+    Q (B, m, m): the float product plus the standard bound on its rounding error, entrywise
+    γ(|Q|ᵀ|Q| + |Q|ᵀ𝟏𝟏ᵀ|Q|) with γ = 4(m+2)u (generous: sums of m + 2 terms), the diagonal
+    subtraction of 1 being exact (Sterbenz); the norm rounded up."""
+    s1 = Q.sum(axis=1)  # 𝟏ᵀQ
+    P = np.einsum("bki,bkj->bij", Q, Q) + s1[:, :, None] * s1[:, None, :]
+    aQ = np.abs(Q)
+    as1 = aQ.sum(axis=1)
+    err = np.einsum("bki,bkj->bij", aQ, aQ) + as1[:, :, None] * as1[:, None, :]
+    gamma = 4.0 * (m + 2) * 2.0 ** -53
+    F = np.abs(P - np.eye(m)[None]) + gamma * err * (1 + 1e-6)
+    return _up(np.sqrt((F ** 2).sum(axis=(1, 2))) * (1 + 1e-12))
 
-    * every quadratic form y₁ᵀKy₂ is evaluated through the verified diagonal form
-      Σ_k δ_k(f, b)(TEy₁)_k(TEy₂)_k, TEy = Ey − ⟨f, Ey⟩𝟏 (low interval dependency; f enclosed
-      exactly per coordinate);
-    * in the G-orthonormal eigenbasis (x, Q) of K at the box centre (float; its departure
-      F = QᵀGQ − I from orthonormality is bounded in interval arithmetic and enters as
-      1/(1 − ‖F‖)), λ_max(sQᵀKQ) ≤ λ_max([[a, βᵀ], [β, dI]]) = (a+d)/2 + √(((a−d)/2)² + ‖β‖²)
-      with a the mean-value (centred) form of s·xᵀKx — its gradient in the box's own
-      coordinates, z by the chain rule ∂f_k/∂z_j = f_k([k=j] − f_j), so the bound is second
-      order at an interior maximiser — β_j = s·xᵀKq_j, and d a Gershgorin bound of the rest."""
+
+def _pencil_bound(Mlo: np.ndarray, Mhi: np.ndarray, Fn: np.ndarray) -> np.ndarray:
+    """An upper bound on max(λ_max, −λ_min) of the pencil (K, G) when every entry of QᵀKQ lies in
+    [Mlo, Mhi] (B, m, m) and ‖QᵀGQ − I‖_F ≤ Fn < ½: λ_max([[a, βᵀ], [β, C]]) ≤ the larger root
+    of [[a, ‖β‖], [‖β‖, d]] (d ≥ λ_max(C) by Gershgorin), for the last column (λ_max) and the
+    first (−λ_min), divided by 1 − Fn (a Rayleigh quotient in the basis Q)."""
+    B, m, _ = Mlo.shape
+    Mlo = np.where(np.isnan(Mlo), -np.inf, Mlo)
+    Mhi = np.where(np.isnan(Mhi), np.inf, Mhi)
+    Mmag = np.maximum(np.abs(Mlo), np.abs(Mhi))
+    ub = np.full(B, -np.inf)
+    for s, col in ((1.0, m - 1), (-1.0, 0)):
+        a = Mhi[:, col, col] if s > 0 else -Mlo[:, col, col]
+        others = [j for j in range(m) if j != col]
+        beta2 = np.zeros(B)
+        for j in others:
+            beta2 = _up(beta2 + _up(Mmag[:, col, j] ** 2))
+        d = np.full(B, -np.inf)
+        for i in others:
+            r = Mhi[:, i, i] if s > 0 else -Mlo[:, i, i]
+            for j in others:
+                if j != i:
+                    r = _up(r + Mmag[:, i, j])
+            d = np.maximum(d, r)
+        if m == 1:
+            d = a
+        with np.errstate(all="ignore"):
+            lam = (Interval(a) + Interval(d)) * 0.5 + \
+                ((Interval(a) - Interval(d)).square() * 0.25 + Interval(beta2)).sqrt()
+            bound = (Interval(np.maximum(lam.hi, 0.0)) / (1.0 - Interval(Fn))).hi
+        ub = np.maximum(ub, np.where((Fn < 0.5) & np.isfinite(bound), bound, np.inf))
+    return ub
+
+
+class _EigenProblem:
+    r"""Normalized loss by the pencil (K, G) of :func:`theory_hessian.reduced_matrix`, over
+    boxes in θ = (g_0..g_{m−1}, c_0..c_{m−1}), m = n − 1:
+
+    * the logits by their gaps g_k = z_k − z_{k+1} ≥ 0 (z_{n−1} = 0, so z is sorted and linear
+      in g); the centred norm N(g) increases with every g, so a box lies outside the ball
+      N ≤ ρ iff its lower corner does (dropped), and a box that crosses the sphere is bounded
+      over all of it (a valid bound for its part inside: the excess is ψ just beyond ρ);
+    * the target from c on a face c_i = ±1 of [−1, 1]^m: b = Ec/‖Ec‖ (unit, ⟂ 𝟏), entering
+      the derived δ as c' = c/‖Ec‖ (the first m entries of b).
+
+    Per box:
+
+    * the target patch is reduced to its corners: the face box is the hull of its 2^k
+      sub-faces F_v (its k = ``corner_dims`` widest coordinates at one end each), so every b on
+      the patch is y/‖y‖ with y a convex combination of points b_v ∈ b(F_v) and
+      ‖y‖ ≥ ν (ν ≤ ⟨b̂, b⟩ on every sub-face, b̂ the unit centre); K is affine in b and
+      λ_max(±K, G) convex, so with t = 1/‖y‖ ∈ [1, 1/ν], K(f, b) = Σ_v λ_v K(f, t·b_v) and
+      the bound is the largest over the sub-faces with c' ∈ b(F_v)·[1, 1/ν] (the excess is
+      second order in the corner coordinates' widths, first order in the others');
+    * over the logits, every entry of QᵀKQ (Q the G-orthonormal eigenbasis of K at the box
+      centre — float, its departure from orthonormality bounded) is enclosed by a second-order
+      form in g (:class:`~icltheory.bounds._interval.Quad`: the softmax relative to the largest
+      logit, e^{−(z_0 − z_k)} with z_0 − z_k linear in g; the derived δ; TE·q_i; their
+      products) and by plain intervals (the softmax exact per coordinate), the narrower kept;
+      then :func:`_pencil_bound`.
+
+    ``upper`` also returns split scores: the first-order sensitivity of the extreme diagonal
+    entries to each gap, the corners' spread along each target coordinate, and the forms'
+    remainder spread by width²."""
 
     def __init__(self, n: int, rho: float):
         self.n, self.rho, self.m = n, rho, n - 1
         _, self.d_int, self.d_num = _lowered_delta(n)
-        self.G = np.eye(self.m) + 1.0
-        w, V = np.linalg.eigh(self.G)
+        m = self.m
+        G = np.eye(m) + 1.0
+        w, V = np.linalg.eigh(G)
         self.Gih = V @ np.diag(w ** -0.5) @ V.T  # float: only for the centre's eigenbasis
-        self.score_width = 1.0
+        self.D = 2 * m
+        self.gmax = self._gmax()
+        # split widths: the gaps in absolute terms (e^{−g} is what the bound resolves), the
+        # target coordinates over twice their range (tuned: the corners resolve them well)
+        self.scale = np.concatenate([np.ones(m), np.full(m, 4.0)])
+
+    # ------------------------------------------------------------------ domain
+    def _gmax(self) -> np.ndarray:
+        """The largest gap in the ball: g_k alone gives centred norm g_k·√((k+1)(n−k−1)/n)."""
+        n, m = self.n, self.m
+        k = np.arange(m)
+        return _up(self.rho * np.sqrt(n / ((k + 1.0) * (n - k - 1.0))) * (1 + 1e-12))
 
     def initial(self):
-        m = self.m
-        zmax = self.rho * math.sqrt(2.0)
-        lo = np.concatenate([np.zeros(m), np.full(m, -1.0)])
-        hi = np.concatenate([np.full(m, zmax), np.full(m, 1.0)])
-        return lo[None, :], hi[None, :], np.concatenate([np.full(m, zmax), np.full(m, 2.0)])
+        """The gaps' box × per face (c_j = ±1) the target face cut into its 2^{m−1} orthants."""
+        import itertools
 
-    def _bnorm(self, lo, hi) -> Interval:
-        cs = [Interval(lo[:, self.m + k], hi[:, self.m + k]) for k in range(self.m)]
-        tot, sq = cs[0], cs[0].square()
-        for c in cs[1:]:
-            tot = tot + c
-            sq = sq + c.square()
-        return sq + tot.square()
+        m = self.m
+        gmax = self.gmax
+        los, his = [], []
+        for cf in range(m):
+            for sg in (1.0, -1.0):
+                for half in itertools.product((0, 1), repeat=m - 1):
+                    lo = np.concatenate([np.zeros(m), np.full(m, -1.0)])
+                    hi = np.concatenate([gmax, np.ones(m)])
+                    free = [k for k in range(m) if k != cf]
+                    for k, bit in zip(free, half):
+                        lo[m + k], hi[m + k] = (0.0, 1.0) if bit else (-1.0, 0.0)
+                    lo[m + cf] = hi[m + cf] = sg
+                    los.append(lo)
+                    his.append(hi)
+        return np.array(los), np.array(his), self.scale.copy()
 
     def infeasible(self, lo, hi):
-        """Certainly outside the domain (unsorted, centred norm > ρ, ‖b‖ > 1) or certainly
-        inside the open ball ‖b‖ < 1 (dominated by the sphere)."""
-        zl, zh = lo[:, :self.m], hi[:, :self.m]
-        unsorted = np.any(zl[:, 1:] > zh[:, :-1], axis=1)
-        zl0 = np.concatenate([zl, np.zeros((len(zl), 1))], axis=1)
-        zh0 = np.concatenate([zh, np.zeros((len(zh), 1))], axis=1)
-        c = 0.5 * (zl0 + zh0).mean(axis=1, keepdims=True)  # Σ(z − mean z)² ≤ Σ(z − c)²
-        inside = np.maximum((zl0 - c) ** 2, (zh0 - c) ** 2).sum(axis=1) < self.rho ** 2 * 0.999
-        far = np.zeros(len(lo), bool)
-        if not np.all(inside):
-            far[~inside] = _centred_min_sq(zl0[~inside], zh0[~inside]) > self.rho ** 2 * (1 + 1e-9)
-        bb = self._bnorm(lo, hi)
-        return unsorted | far | (bb.lo > 1.0) | (bb.hi < 1.0)
+        """Boxes whose lower corner (the smallest centred norm) is outside the ball."""
+        n2 = self._norm2([Interval(lo[:, k]) for k in range(self.m)])
+        return n2.lo > self.rho * self.rho * (1 + 1e-12)
 
-    def _K(self, pts, unit: bool):
+    # ------------------------------------------------------------------ points (float)
+    def _points(self, pts):
+        """(f, c', feasible) at points θ (floats)."""
         m = self.m
-        z = np.concatenate([pts[:, :m], np.zeros((len(pts), 1))], axis=1)
+        g, c = pts[:, :m], pts[:, m:]
+        z = np.concatenate([np.cumsum(g[:, ::-1], axis=1)[:, ::-1],
+                            np.zeros((len(pts), 1))], axis=1)
+        N2 = ((z - z.mean(1, keepdims=True)) ** 2).sum(1)
         e = np.exp(z - z.max(axis=1, keepdims=True))
         f = e / e.sum(axis=1, keepdims=True)
-        c = pts[:, m:]
-        if unit:
-            bn = np.sqrt((c ** 2).sum(1) + c.sum(1) ** 2)
-            c = c / np.where(bn > 0, bn, 1.0)[:, None]
-        return _numeric_K(self.d_num, f, c)
+        bn = np.sqrt((c ** 2).sum(1) + c.sum(1) ** 2)
+        cu = c / np.where(bn > 0, bn, 1.0)[:, None]
+        ok = (N2 <= self.rho ** 2) & (bn > 0) & np.all(g >= 0, axis=1)
+        return f, cu, ok
 
     def value(self, pts):
-        """ψ at the points with b scaled to the unit sphere (−inf outside the domain)."""
-        m = self.m
-        z = np.concatenate([pts[:, :m], np.zeros((len(pts), 1))], axis=1)
-        c = pts[:, m:]
-        ok = (((z - z.mean(1, keepdims=True)) ** 2).sum(1) <= self.rho ** 2) & \
-            (((c ** 2).sum(1) + c.sum(1) ** 2) > 0)
+        """ψ = max|λ(K, G)| at the points (−inf outside the domain); float."""
+        f, cu, ok = self._points(pts)
         with np.errstate(all="ignore"):
-            K = np.nan_to_num(self._K(pts, unit=True))
+            K = np.nan_to_num(_numeric_K(self.d_num, f, cu))
             w = np.linalg.eigvalsh(self.Gih @ K @ self.Gih)
         out = np.maximum(w[:, -1], -w[:, 0])
         return np.where(ok & np.isfinite(out), out, -np.inf)
 
+    def _into_ball(self, pts):
+        """The points with their gaps scaled radially into the ball (centred norm ≤ ρ)."""
+        m = self.m
+        pts = np.array(pts, dtype=float)
+        g = np.maximum(pts[:, :m], 0.0)
+        z = np.concatenate([np.cumsum(g[:, ::-1], axis=1)[:, ::-1], np.zeros((len(g), 1))], 1)
+        N = np.sqrt(((z - z.mean(1, keepdims=True)) ** 2).sum(1))
+        sc = np.minimum(1.0, self.rho * (1 - 1e-15) / np.where(N > 0, N, 1.0))
+        pts[:, :m] = g * sc[:, None]
+        return pts
+
     def polish(self, x0, lo, hi):
+        """Nelder–Mead on ψ from x0 within [lo, hi] (coordinates with lo = hi stay fixed), the
+        gaps scaled into the ball (so the sphere, where the maximum often lies, is reached)."""
         from scipy.optimize import minimize
 
+        free = lo < hi
+        base = np.asarray(x0, dtype=float).copy()
+
+        def at(y):
+            x = base.copy()
+            x[free] = np.clip(y, lo[free], hi[free])
+            return self._into_ball(x[None, :])
+
         def neg(y):
-            v = self.value(np.clip(y, lo, hi)[None, :])[0]
+            v = self.value(at(y))[0]
             return -v if np.isfinite(v) else 0.0
 
-        r = minimize(neg, np.asarray(x0, float), method="Nelder-Mead",
-                     options={"maxiter": 800, "xatol": 1e-10, "fatol": 1e-14})
-        x = np.clip(r.x, lo, hi)
-        return float(self.value(x[None, :])[0]), x
+        r = minimize(neg, base[free], method="Nelder-Mead",
+                     options={"maxiter": 1500, "xatol": 1e-10, "fatol": 1e-14})
+        x = at(r.x)
+        return float(self.value(x)[0]), x[0]
 
     def start(self, rng: np.random.Generator, k: int = 4096):
-        """A good feasible value to prune with from the start: the best of k random points,
-        polished twice."""
+        """A good feasible value to prune with from the start: the best of k random points
+        (scaled into the ball), polished (three times at most)."""
         lo, hi, _ = self.initial()
-        pts = rng.uniform(lo[0], hi[0], size=(k, lo.shape[1]))
-        pts[:, :self.m] = -np.sort(-pts[:, :self.m], axis=1)
+        glo, ghi = lo.min(axis=0), hi.max(axis=0)
+        pts = self._into_ball(rng.uniform(glo, ghi, size=(k, lo.shape[1])))
         v = self.value(pts)
         x = pts[int(np.argmax(v))]
         val = float(v.max())
-        for _ in range(2):
-            val2, x2 = self.polish(x, lo[0], hi[0])
-            if val2 > val:
-                val, x = val2, x2
+        for _ in range(3):
+            val2, x2 = self.polish(x, glo, ghi)
+            if not val2 > val:
+                break
+            val, x = val2, x2
         return val, x
 
-    def _te(self, xs, y):
-        """TEy (Intervals, or Duals when xs are): y a float batch (B, m)."""
-        m = self.m
-        ey = [Interval(y[:, k]) for k in range(m)]
-        last = Interval(np.zeros(y.shape[0]))
-        for k in range(m):
-            last = last - ey[k]
-        ey.append(last)  # E y = (y, −Σy)
-        if isinstance(xs[0], Interval):  # y_k exact floats: cheaper products
-            mean = xs[0].scale(y[:, 0])
-            for k in range(1, m):
-                mean = mean + xs[k].scale(y[:, k])
-        else:
-            mean = xs[0] * ey[0]
-            for k in range(1, m):
-                mean = mean + xs[k] * ey[k]
-        mean = mean + xs[m] * last
-        return [(-mean) + e for e in ey]
+    def point(self, x):
+        """(z, b) at a point θ (floats)."""
+        f, cu, _ = self._points(np.asarray(x, float)[None, :])
+        z = np.log(f[0]) - np.log(f[0, -1])
+        b = np.concatenate([cu[0], [-cu[0].sum()]])
+        return tuple(z), tuple(b)
 
-    def _congruence(self, Q, B):
-        """An upper bound on ‖QᵀGQ − I‖_F (G = I + 𝟏𝟏ᵀ, so QᵀGQ = QᵀQ + (𝟏ᵀQ)ᵀ(𝟏ᵀQ)): the
-        float product plus the standard bound on its rounding error, entrywise
-        γ(|Q|ᵀ|Q| + |Q|ᵀ𝟏𝟏ᵀ|Q|) with γ = 4(m+2)u (generous: sums of m + 2 terms), the diagonal
-        subtraction of 1 being exact (Sterbenz); the norm rounded up."""
-        m = self.m
-        s1 = Q.sum(axis=1)  # 𝟏ᵀQ
-        P = np.einsum("bki,bkj->bij", Q, Q) + s1[:, :, None] * s1[:, None, :]
-        aQ = np.abs(Q)
-        as1 = aQ.sum(axis=1)
-        err = np.einsum("bki,bkj->bij", aQ, aQ) + as1[:, :, None] * as1[:, None, :]
-        gamma = 4.0 * (m + 2) * 2.0 ** -53
-        F = np.abs(P - np.eye(m)[None]) + gamma * err * (1 + 1e-6)
-        return _up(np.sqrt((F ** 2).sum(axis=(1, 2))) * (1 + 1e-12))
+    # ------------------------------------------------------------------ enclosures
+    def _norm2(self, g):
+        """N(g)² = (1/n)Σ_{i<j}(z_i − z_j)² with z_i − z_j = g_i + … + g_{j−1} (Interval
+        arithmetic; increasing in every g ≥ 0)."""
+        m, n = self.m, self.n
+        N2 = None
+        for i in range(m):
+            t = None
+            for j in range(i + 1, n):
+                t = g[j - 1] if t is None else t + g[j - 1]
+                sq = t.square()
+                N2 = sq if N2 is None else N2 + sq
+        return N2 / n
+
+    #: target coordinates taken at both ends (corners); the others stay intervals
+    corner_dims = 16
+
+    def _corners(self, lo, hi):
+        """Per box the target face split at its ``corner_dims`` widest free coordinates: the
+        2^k sub-faces (each those coordinates at one end, the rest its interval) as (lo, hi)
+        pairs (B, m), the box columns of the free target coordinates (B, m − 1) and of the
+        ones taken at both ends (B, k)."""
+        m, B = self.m, len(lo)
+        clo, chi = lo[:, m:], hi[:, m:]
+        cf = np.argmax(clo == chi, axis=1)
+        free = np.array([np.where(j >= cf, j + 1, j) for j in range(m - 1)], dtype=int)
+        free = free.T.reshape(B, m - 1)
+        rows = np.arange(B)
+        k = min(self.corner_dims, m - 1)
+        wid = (chi - clo)[rows[:, None], free]
+        ends = free[rows[:, None], np.argsort(-wid, axis=1, kind="stable")[:, :k]]
+        out = []
+        for v in range(2 ** k):
+            a, b = clo.copy(), chi.copy()
+            for j in range(k):
+                col = ends[:, j]
+                if (v >> j) & 1:
+                    a[rows, col] = chi[rows, col]
+                else:
+                    b[rows, col] = clo[rows, col]
+            out.append((a, b))
+        return out, free, ends
+
+    @staticmethod
+    def _unit(c: list) -> list:
+        """b = Ec/‖Ec‖ = (c, −Σc)/‖Ec‖ from Intervals c (all n entries)."""
+        tot, sq = c[0], c[0].square()
+        for ck in c[1:]:
+            tot = tot + ck
+            sq = sq + ck.square()
+        nb = (sq + tot.square()).sqrt()
+        return [ck / nb for ck in c] + [(-tot) / nb]
+
+    #: second-order forms only on boxes whose gaps' widths are all below this fraction of their
+    #: range (on wider boxes their remainders are no better than plain intervals, at many times
+    #: the cost)
+    quad_width = 0.3
 
     def upper(self, lo, hi, threshold=np.inf):
-        n, m, B = self.n, self.m, len(lo)
+        """Plain intervals on every box; on boxes they leave above ``threshold`` and narrow
+        enough, the second-order forms too (the smaller bound kept)."""
+        ub, score = self._bound(lo, hi, quad=False)
+        m = self.m
+        small = np.max((hi[:, :m] - lo[:, :m]) / self.gmax, axis=1) <= self.quad_width
+        sel = small & ~(ub <= threshold)
+        if np.any(sel):
+            ubq, scq = self._bound(lo[sel], hi[sel], quad=True)
+            ub[sel] = np.minimum(ub[sel], ubq)
+            score[sel] = scq
+        return ub, score
+
+    def _bound(self, lo, hi, quad: bool):
+        n, m, B, D = self.n, self.m, len(lo), self.D
         mid = 0.5 * (lo + hi)
-        # the z part is expanded about the exact midpoint (lo + hi)/2, whose exponential is
-        # √(e^lo·e^hi): no new arb call (box corners are shared by siblings and cached)
-        e_lo = exp_interval(lo[:, :m], lo[:, :m])
-        e_hi = exp_interval(hi[:, :m], hi[:, :m])
-        xs = _softmax_enclosure(Interval(e_lo.lo, e_hi.hi), n)
-        xc = _softmax_enclosure((e_lo * e_hi).sqrt(), n)
-        hz = _up(0.5 * (hi[:, :m] - lo[:, :m]))  # |z − centre| ≤ hz
-        cs = [Interval(lo[:, m + k], hi[:, m + k]) for k in range(m)]
-        cc = [Interval(mid[:, m + k]) for k in range(m)]
-        nv = n + m  # Dual variables: f_0..f_{n−1}, c_0..c_{m−1}
-        one = Interval(np.ones(B))
-        fd = [Dual(xs[k], [None] * k + [one] + [None] * (nv - k - 1)) for k in range(n)]
-        cd = [Dual(cs[k], [None] * (n + k) + [one] + [None] * (nv - n - k - 1))
-              for k in range(m)]
+        rows = np.arange(B)
         with np.errstate(all="ignore"):
-            dl_box = self.d_int(*xs, *cs)
-            dl_c = self.d_int(*xc, *cc)
-            dl_d = self.d_int(*fd, *cd)
-            Kc = np.nan_to_num(self._K(mid, unit=False))
-            _, U = np.linalg.eigh(self.Gih @ Kc @ self.Gih)
-        Q = self.Gih @ U  # columns G-orthonormal up to rounding (bounded by Fn below)
-        Fn = self._congruence(Q, B)
-        zero = Interval(np.zeros(B))
-        te = [self._te(xs, Q[:, :, i]) for i in range(m)]
-        pair = {}
-        for i in range(m):
-            for j in range(i, m):
-                acc = None
-                for k in range(n):
-                    t = dl_box[k] * (te[i][k].square() if i == j else te[i][k] * te[j][k])
-                    acc = t if acc is None else acc + t
-                pair[i, j] = pair[j, i] = acc
-        ub = np.full(B, -np.inf)
-        score = np.zeros((B, 2 * m))
-        for s, col in ((1.0, m - 1), (-1.0, 0)):
-            x = Q[:, :, col]
-            tc = self._te(xc, x)
-            a = None
-            for k in range(n):
-                t = dl_c[k] * tc[k].square()
-                a = t if a is None else a + t
-            with np.errstate(all="ignore"):
-                td = self._te(fd, x)
-                g = None
-                for k in range(n):
-                    t = dl_d[k] * (td[k] ** 2)
-                    g = t if g is None else g + t
-                grads = [zero if gk is None else gk for gk in g.grad]
-                for j in range(m):  # z_j by the chain rule
-                    dj = None
-                    for k in range(n):
-                        t = grads[k] * (xs[k] * ((1.0 if k == j else 0.0) - xs[j]))
-                        dj = t if dj is None else dj + t
-                    a = a + dj * Interval(-hz[:, j], hz[:, j])
-                    score[:, j] = np.maximum(score[:, j], np.maximum(np.abs(dj.lo), np.abs(dj.hi))
-                                             * (hi[:, j] - lo[:, j]))
+            # ---- the softmax over the gaps' box: Quad forms in g, and Intervals
+            h = np.where(hi > lo, _up(np.maximum(hi - mid, mid - lo)), 0.0)
+            gq = [Quad.variable(mid[:, k], h[:, k], k, m) for k in range(m)] if quad else None
+            gi = [Interval(lo[:, k], hi[:, k]) for k in range(m)]
+            zi, acc = [None] * m, None  # z_k = Σ_{j≥k} g_j (increasing in every g)
+            for k in range(m - 1, -1, -1):
+                acc = gi[k] if acc is None else acc + gi[k]
+                zi[k] = acc
+            fi = _softmax_enclosure(exp_interval_fast(np.stack([z.lo for z in zi], 1),
+                                                      np.stack([z.hi for z in zi], 1)), n)
+            # relative to the largest logit z_0: e^{−(z_0 − z_k)} ∈ (0, 1], their sum ∈ [1, n]
+            f = None
+            if quad:
+                ez, dq, di = [], None, None
                 for k in range(m):
-                    gk = grads[n + k]
-                    a = a + gk * Interval(_down(lo[:, m + k] - mid[:, m + k]),
-                                          _up(hi[:, m + k] - mid[:, m + k]))
-                    score[:, m + k] = np.maximum(score[:, m + k],
-                                                 np.maximum(np.abs(gk.lo), np.abs(gk.hi))
-                                                 * (hi[:, m + k] - lo[:, m + k]))
-            plain = pair[col, col]
-            a_hi = np.minimum(a.hi, plain.hi) if s > 0 else np.minimum(-a.lo, -plain.lo)
-            a_hi = np.where(np.isnan(a_hi), np.inf, a_hi)
-            others = [j for j in range(m) if j != col]
-            beta2 = np.zeros(B)
-            for j in others:
-                bj = pair[col, j]
-                beta2 = _up(beta2 + _up(np.maximum(np.abs(bj.lo), np.abs(bj.hi)) ** 2))
-            d = np.full(B, -np.inf)
-            for i in others:
-                r = pair[i, i].hi if s > 0 else -pair[i, i].lo
-                for j in others:
-                    if j != i:
-                        o = pair[i, j]
-                        r = _up(r + np.maximum(np.abs(o.lo), np.abs(o.hi)))
-                d = np.maximum(d, r)
-            if m == 1:
-                d = a_hi
-            lam = (Interval(a_hi) + Interval(d)) * 0.5 + \
-                ((Interval(a_hi) - Interval(d)).square() * 0.25 + Interval(beta2)).sqrt()
-            bound = (Interval(np.maximum(lam.hi, 0.0)) / (1.0 - Interval(Fn))).hi
-            ub = np.maximum(ub, np.where((Fn < 0.5) & np.isfinite(bound), bound, np.inf))
-        scale = np.concatenate([np.full(m, self.rho * math.sqrt(2.0)), np.full(m, 2.0)])
-        score = np.where(np.isfinite(score), score, 1e300) + \
-            self.score_width * 1e-3 * (hi - lo) / scale
+                    dq = gq[k] if dq is None else dq + gq[k]
+                    di = gi[k] if di is None else di + gi[k]
+                    ez.append((-dq).exp(known=-di))
+                tot = ez[0]
+                for k in range(1, m):
+                    tot = tot + ez[k]
+                inv = (tot + 1.0).recip(known=Interval(np.ones(B), np.full(B, float(n))))
+                f = [a.tighten(b) for a, b in zip([inv] + [ek * inv for ek in ez], fi)]
+            # ---- the eigenbasis of K at the box centre (float)
+            fmid, cmid, _ = self._points(mid)
+            Kc = np.nan_to_num(_numeric_K(self.d_num, fmid, cmid))
+            _, U = np.linalg.eigh(self.Gih @ Kc @ self.Gih)
+        Q = self.Gih @ U
+        Fn = _congruence(Q, m)
+        with np.errstate(all="ignore"):
+            # ---- u^i = TE q_i = E q_i − ⟨f, E q_i⟩𝟏 and the products u^i_k u^j_k
+            us, usi = [], []
+            for i in range(m):
+                y = Q[:, :, i]
+                last = Interval(np.zeros(B))
+                for k in range(m):
+                    last = last - Interval(y[:, k])  # (E y)_{n−1} = −Σ y
+                doti = fi[m] * last
+                for k in range(m):
+                    doti = doti + fi[k].scale(y[:, k])
+                ey = [Interval(y[:, k]) for k in range(m)] + [last]
+                ui = [ey[k] - doti for k in range(n)]
+                usi.append(ui)
+                if quad:
+                    dot = f[m] * Quad.of_interval(last)
+                    for k in range(m):
+                        dot = dot + f[k].scale(y[:, k])
+                    us.append([(Quad.of_interval(ey[k]) - dot).tighten(ui[k])
+                               for k in range(n)])
+            W, Wi = {}, {}
+            for i in range(m):
+                for j in range(i, m):
+                    if quad:
+                        W[i, j] = [us[i][k].square() if i == j else us[i][k] * us[j][k]
+                                   for k in range(n)]
+                    Wi[i, j] = [usi[i][k].square() if i == j else usi[i][k] * usi[j][k]
+                                for k in range(n)]
+            # ---- the target patch: its corners' unit vectors b_v and t ≤ 1/ν
+            corners, cfree, cends = self._corners(lo, hi)
+            bc = self._unit([Interval(mid[:, m + k]) for k in range(m)])
+            if quad:
+                bvs = [self._unit([Interval(a[:, k], b[:, k]) for k in range(m)])
+                       for a, b in corners]
+                nu = np.full(B, np.inf)
+                for bv in bvs:
+                    dot = bc[0] * bv[0]
+                    for k in range(1, n):
+                        dot = dot + bc[k] * bv[k]
+                    nu = np.minimum(nu, dot.lo)
+                thi = np.where(nu > 0, _up(1.0 / np.where(nu > 0, nu, 1.0)), np.inf)
+            else:  # plain intervals: b over the whole patch (first order in its size)
+                bvs = [self._unit([Interval(lo[:, m + k], hi[:, m + k]) for k in range(m)])]
+                thi = np.ones(B)
+            # ---- per corner: δ with c' ∈ c'_v·[1, 1/ν], the entries of QᵀKQ, the bound
+            wall = ((hi - lo) / self.scale) ** 2  # remainders are second order: spread by width²
+            wall = wall / np.maximum(wall.sum(axis=1, keepdims=True), 1e-300)
+            rem = np.zeros(B)
+            bounds, sens, cen = [], [], []
+            for bv in bvs:
+                cs = []
+                for k in range(m):
+                    x = bv[k]
+                    a, b = x.lo * thi, x.hi * thi
+                    cs.append(Interval(_down(np.minimum(x.lo, np.minimum(a, b))),
+                                       _up(np.maximum(x.hi, np.maximum(a, b)))))
+                dli = self.d_int(*fi, *cs)
+                if quad:
+                    dl = [a.tighten(b) for a, b in
+                          zip(self.d_int(*f, *map(Quad.of_interval, cs)), dli)]
+                    dli = [d.range() for d in dl]
+                Mlo = np.zeros((B, m, m))
+                Mhi = np.zeros((B, m, m))
+                sv = np.zeros((B, m))
+                cv = []
+                for i in range(m):
+                    for j in range(i, m):
+                        Pi = None
+                        for k in range(n):
+                            ti = dli[k] * Wi[i, j][k]
+                            Pi = ti if Pi is None else Pi + ti
+                        if not quad:
+                            Mlo[:, i, j] = Mlo[:, j, i] = Pi.lo
+                            Mhi[:, i, j] = Mhi[:, j, i] = Pi.hi
+                            if i == j and i in (0, m - 1):
+                                cv.append(0.5 * (Pi.lo + Pi.hi))
+                            continue
+                        P = None
+                        for k in range(n):
+                            t = dl[k] * W[i, j][k]
+                            P = t if P is None else P + t
+                        R = P.range()
+                        Mlo[:, i, j] = Mlo[:, j, i] = np.maximum(R.lo, Pi.lo)
+                        Mhi[:, i, j] = Mhi[:, j, i] = np.minimum(R.hi, Pi.hi)
+                        if i == j and i in (0, m - 1):  # the extreme diagonal entries
+                            cv.append(np.asarray(P.c, float) + np.zeros(B))
+                            lin = np.zeros((B, m)) if P.a is None else np.abs(P.a).T
+                            pe = np.where(np.isfinite(P.e), P.e, 0.0)
+                            sv = np.maximum(sv, lin + pe[:, None] * wall[:, :m])
+                            rem = np.maximum(rem, pe)
+                bounds.append(_pencil_bound(Mlo, Mhi, Fn))
+                sens.append(sv)
+                cen.append(np.stack(cv))
+        bounds = np.stack(bounds)  # (corners, B)
+        ub = bounds.max(axis=0)
+        score = np.zeros((B, D))
+        score[:, :m] = np.stack(sens)[np.argmax(bounds, axis=0), rows]
+        for j in range(m - 1):  # a target coordinate: its share of the remainder and, if
+            col = m + cfree[:, j]  # taken at both ends, the corners' spread along it (the
+            score[rows, col] = rem * wall[rows, col]  # extreme entries at the logits' centre)
+        for j in range(cends.shape[1] if quad else 0):
+            spread = np.zeros(B)
+            for v in range(len(bvs)):
+                spread = np.maximum(spread, np.abs(cen[v] - cen[v ^ (1 << j)]).max(axis=0))
+            col = m + cends[:, j]
+            score[rows, col] += np.where(np.isfinite(spread), spread, 0.0)
+        wscore = (hi - lo) / self.scale
+        bad = ~np.isfinite(ub) | ~np.all(np.isfinite(score), axis=1) | (not quad)
+        score = np.where(bad[:, None], wscore, score + 1e-3 * wscore)
+        wide = ~np.isfinite(thi)  # the target patch spans too wide an angle: split it first
+        score[:, m:] = np.where(wide[:, None], 1e6 * wscore[:, m:], score[:, m:])
         return ub, score
 
 
+def _chunk(pb) -> int:
+    """Boxes per batch: ≈ 100 MB of second-order forms for the eigen bound (their size grows
+    like n⁴), 40 000 otherwise."""
+    if not isinstance(pb, _EigenProblem):
+        return 40_000
+    n, m = pb.n, pb.m
+    per_box = 8.0 * n * m * (m + 1) / 2 * (m * (m + 1) / 2 + m + 2)  # the u^i_k u^j_k forms
+    return int(min(40_000, max(1_000, 1e8 // per_box)))
+
 
 @cached
-def certified_upper(loss: str, n: int, R: float, boxes: int) -> Band:
-    """The deterministic form used by the claims: a budget of boxes, no clock."""
-    return certified_band(loss, n, 2, R, seconds=math.inf, max_boxes=boxes)
+def certified_upper(loss: str, n: int, R: float, boxes: int, stop: float | None = None) -> Band:
+    """The deterministic form used by the claims: a budget of boxes, no clock.  ``stop``: a
+    candidate constant — the search ends as soon as the certified upper bound is ≤ it, or as
+    soon as a point value above it shows that it cannot be."""
+    return certified_band(loss, n, 2, R, seconds=math.inf, max_boxes=boxes, stop=stop)
 
 
 def certified_band(loss: str, n: int, d: int, R: float, *, seconds: float = 60.0,
-                   target: float = 1.10, max_boxes: int = 50_000_000,
-                   method: str = "eigen") -> Band:
+                   target: float = 1.0995, max_boxes: int = 50_000_000,
+                   method: str = "eigen", stop: float | None = None) -> Band:
     """Branch and bound for sup ψ at ρ = R² (scaled by R²); see the module docstring.  ``d``
     only matters through the reduction (for d = 1 the band is an upper bound, not tight).
     ``method``: "eigen" (the pencil bound, normalized loss) or "ratio" (ψ's closed form over
-    (z, v) boxes; the rescaled loss always)."""
+    (z, v) boxes; the rescaled loss always).  Without ``stop`` the search ends when the upper
+    bound is ≤ ``target`` × the best point value (1.0995: the point value is a float a hair
+    above the certified witness, so the band stays within 1.10 × the witness); with ``stop`` (a constant, in the units of
+    the result) when it is ≤ ``stop`` (status "target") or a point value exceeds ``stop``
+    (status "refuted": no certificate can reach it)."""
     import time
 
     if n == 1 and loss == "normalized":  # one logit: softmax is constant, the Hessian is 0
@@ -534,7 +743,8 @@ def certified_band(loss: str, n: int, d: int, R: float, *, seconds: float = 60.0
     if method not in ("eigen", "ratio"):
         raise ValueError(f"unknown method {method!r}")
     t0 = time.perf_counter()
-    rho = float(R) * float(R)
+    r2 = Interval(np.float64(R)) * Interval(np.float64(R))
+    rho = float(r2.hi)  # ≥ R²: the domain covered contains the logits' ball
     start = {}
     if loss == "normalized" and method == "eigen":
         pb = _EigenProblem(n, rho)
@@ -545,22 +755,23 @@ def certified_band(loss: str, n: int, d: int, R: float, *, seconds: float = 60.0
         pb = _Problem(loss, n, rho)
     lo, hi, scale = pb.initial()
     glo, ghi = lo.min(axis=0), hi.max(axis=0)
+    # the result is R²·(the bound on ψ), rounded up: aim the bound on ψ a little below stop/R²
+    psi_stop = None if stop is None else float((Interval(np.float64(stop)) / r2).lo) * (1 - 1e-12)
     res = branch_and_bound(pb.upper, pb.value, lo, hi, infeasible_fn=pb.infeasible,
                            target=target, seconds=seconds - (time.perf_counter() - t0),
                            max_boxes=max_boxes, scale=scale,
                            polish=lambda x: pb.polish(x, glo, ghi), **start,
-                           probe=2000 if isinstance(pb, _EigenProblem) else None)
-    r2 = Interval(np.float64(R)) * Interval(np.float64(R))
-    upper = float((r2 * Interval(np.float64(res.upper))).hi)
+                           probe=2000 if isinstance(pb, _EigenProblem) else None,
+                           stop=psi_stop, chunk=_chunk(pb))
+    with np.errstate(all="ignore"):  # an unresolved box may leave the bound at +inf
+        upper = float((r2 * Interval(np.float64(res.upper))).hi)
+    upper = upper if upper == upper else math.inf
     arg = None
     if res.argmax is not None:
         if isinstance(pb, _EigenProblem):
-            c = res.argmax[pb.m:]
-            b = np.concatenate([c, [-c.sum()]])
-            arg = (tuple(np.concatenate([res.argmax[:pb.m], [0.0]])),
-                   tuple(b / np.linalg.norm(b)))
+            arg = pb.point(res.argmax)
         else:
             z, v = pb._zv(res.argmax[None, :])
             arg = (tuple(z[0]), tuple(v[0]))
-    return Band(loss, n, float(R), upper, res.lower * rho, arg, res.status,
+    return Band(loss, n, float(R), upper, res.lower * float(r2.lo), arg, res.status,
                 time.perf_counter() - t0, res.boxes)

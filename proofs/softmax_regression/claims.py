@@ -19,7 +19,8 @@ from ._judging import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_derivati
                        bound_tenth, drop_projection,
                        logits_doubled, lower_check, other_loss, search_cost, temperature,
                        upper_check, witness_bound, witness_cost)
-from .settings import CandidateSetting, SoftmaxRegressionSetting, candidate_ball, reference_instance
+from .settings import (CandidateSetting, RescaledSetting, SoftmaxRegressionSetting, candidate_ball,
+                       reference_instance)
 
 theory = lazy_module("proofs.softmax_regression.theory")
 experiments = lazy_module("proofs.softmax_regression.experiments")
@@ -223,7 +224,8 @@ class _LipschitzFamily(_SoftmaxClaim):
 
     def estimate(self, s):
         base = search_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
-        return Cost(work=base.work * (1 + 0.12 * s.grid) + bnb_cost(s) + witness_cost(s),
+        return Cost(work=base.work * (1 + 0.12 * s.grid) + bnb_cost(s, self.loss)
+                    + witness_cost(s),
                     memory=max(base.memory, bnb_memory(s)),
                     what=f"a search over {s.samples} pairs with {s.refine} refinements, a "
                          f"{s.grid}-point R grid and {s.bnb_boxes} branch-and-bound boxes")
@@ -318,6 +320,7 @@ class RescaledLipschitzClaim(_LipschitzFamily):
     statement = (r"\lVert\nabla L_r(x)-\nabla L_r(y)\rVert_2\le(3n+3\sqrt n+2)\,R^2e^{2R^2}\lVert x-y\rVert_2"
                  + ASSUMPTIONS_TEX)
     loss = "rescaled"
+    setting_type = RescaledSetting
     families = {"lemma_chain": "rescaled_lemma_chain"}
     predictions = {
         "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
@@ -382,15 +385,15 @@ class CandidateClaim(_SoftmaxClaim):
         return "closed_form" if s.loss == "normalized" else "rescaled_lemma_chain"
 
     def constants(self, s):
-        return {"candidate": float(candidate_ball(s.candidate, s.n, s.d, s.R).mid()),
-                "proved_bound": best_proved(s, s.loss, [self._term(s)])}
+        K = float(candidate_ball(s.candidate, s.n, s.d, s.R).mid())
+        return {"candidate": K, "proved_bound": best_proved(s, s.loss, [self._term(s)], stop=K)}
 
     def derive(self, s):
         return theory.theory().derivation
 
     def estimate(self, s):
         base = search_cost(s.n, s.d, s.samples, s.refine, s.maxiter, "search")
-        return Cost(work=base.work + bnb_cost(s) + witness_cost(s),
+        return Cost(work=base.work + bnb_cost(s, s.loss) + witness_cost(s),
                     memory=max(base.memory, bnb_memory(s)),
                     what=f"a search and {s.bnb_boxes} branch-and-bound boxes")
 
@@ -403,12 +406,13 @@ class CandidateClaim(_SoftmaxClaim):
     def judge(self, s, predicted, m, ctx):
         th = theory.theory()
         term = self._term(s)
-        proved = best_proved(s, s.loss, [term])
+        K0 = self.constants(s)["candidate"]
+        proved = best_proved(s, s.loss, [term], stop=K0)
         what = (f"the best of an explicit pair and the worst pair of a search over "
                 f"{m['evaluated']} examples")
         K = float(predicted["candidate"])
         proved_for_candidate = proved
-        if K == self.constants(s)["candidate"] and _certainly_at_least(s, th, term):
+        if K == K0 and _certainly_at_least(s, th, term):
             proved_for_candidate = min(proved, K)  # the expression is certified ≥ the proof
         witness_bound(ctx, "candidate vs the certified witness and the proved bound",
                        "candidate", m, proved_for_candidate, what)

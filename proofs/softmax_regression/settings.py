@@ -9,13 +9,16 @@ is then a finite float64, and below $10^{-8}$ the ratios underflow the search's 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from icltheory.core import Choice, Float, Int, Setting, SettingError, Text
 
-__all__ = ["SoftmaxRegressionSetting", "CandidateSetting", "ShiftSetting", "LOSSES",
-           "candidate_expression", "reference_instance", "search_iterations"]
+__all__ = ["SoftmaxRegressionSetting", "CandidateSetting", "ShiftSetting", "RescaledSetting",
+           "LOSSES",
+           "candidate_expression", "reference_instance", "search_iterations", "bnb_box_work",
+           "bnb_default_boxes"]
 
 LOSSES = ("normalized", "rescaled")
 _MAX_N, _MAX_D = 16, 6  # the search works in dimension 2nd + 2d² + n² + 1 (≤ 521)
@@ -33,8 +36,33 @@ def search_iterations(n: int, d: int) -> int:
     return int(min(150, max(25, 150 * base / cost)))
 
 
+#: flop-equivalents the branch and bound may use by default, per profile (the standard profile's
+#: resolves the 1.10 band at n = 4, R = 1 for both losses with room to spare)
+BNB_WORK = {"quick": 0.0, "standard": 1.5e10, "thorough": 3e11}
+BNB_MAX_BOXES = 5_000_000
+
+
+def bnb_box_work(n: int, loss: str = "normalized") -> float:
+    """≈ flop-equivalents of one branch-and-bound box, averaged over a run (2.5e9 per second of
+    one core of the project machine): measured ≈ 70, 200, 480 µs per box at n = 4, 5, 6 for
+    the normalized loss's eigen bound (×2.8 per logit: 2^{n−2} target corners and ~n³
+    second-order products) and ≈ 10, 27, 38 µs for the rescaled loss's ratio form."""
+    n = max(int(n), 2)
+    sec = 70e-6 * 2.8 ** (n - 4) if loss == "normalized" else 10e-6 * 2.0 ** (n - 4)
+    return 2.5e9 * sec
+
+
+def bnb_default_boxes(n: int, profile: str, loss: str = "normalized") -> int:
+    """The default box budget: the profile's branch-and-bound work over one box's work
+    (deterministic: from n, the loss and the profile only)."""
+    return int(min(BNB_MAX_BOXES, BNB_WORK[profile] / bnb_box_work(n, loss) * (1 + 1e-12)))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SoftmaxRegressionSetting(Setting):
+    #: the loss whose branch-and-bound box sets the default box budget (a claim's own loss)
+    bnb_loss: ClassVar[str] = "normalized"
+
     n: int = Int(4, min=1, max=_MAX_N, sample=(1, 6),
                  doc="rows of A1, A2 (queries = keys = n); B is n×n")
     d: int = Int(3, min=1, max=_MAX_D, sample=(1, 4),
@@ -51,9 +79,10 @@ class SoftmaxRegressionSetting(Setting):
     grid: int | None = Int(None, min=0, max=20, by_profile=(0, 5, 5),
                            doc="points of the R' ≤ R grid searched for the tightness plot")
     bnb_boxes: int | None = Int(None, min=0, max=50_000_000,
-                                by_profile=(0, 400_000, 6_000_000),
                                 doc="boxes the branch and bound may evaluate (certified upper "
-                                    "bound on the Lipschitz constant; 0: none)")
+                                    "bound on the Lipschitz constant; 0: none; default: the "
+                                    "profile's branch-and-bound work over the work of one box "
+                                    "at this n)")
     witness_starts: int | None = Int(None, min=0, max=200, by_profile=(3, 6, 12),
                                      doc="random starts of the explicit-witness maximisation")
 
@@ -61,6 +90,9 @@ class SoftmaxRegressionSetting(Setting):
         if self.maxiter is None:
             scale = {"quick": 0.3, "standard": 1.0, "thorough": 1.0}[self.profile]
             self._set("maxiter", max(5, int(scale * search_iterations(self.n, self.d))))
+        if self.bnb_boxes is None:
+            loss = getattr(self, "loss", None) or self.bnb_loss
+            self._set("bnb_boxes", bnb_default_boxes(self.n, self.profile, loss))
 
 
 _CANDIDATE_NAMES = ("n", "d", "R")
@@ -110,6 +142,13 @@ class CandidateSetting(SoftmaxRegressionSetting):
         if not val < CANDIDATE_MAX:
             raise SettingError("candidate", f"{self.candidate[:40]!r} exceeds {CANDIDATE_MAX:g} "
                                             "(any constant that large is beyond float64)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RescaledSetting(SoftmaxRegressionSetting):
+    """The rescaled-loss claims' setting (its branch-and-bound boxes are cheaper)."""
+
+    bnb_loss: ClassVar[str] = "rescaled"
 
 
 @dataclass(frozen=True, kw_only=True)
