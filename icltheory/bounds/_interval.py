@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
+from fractions import Fraction
+from typing import Any, Callable
 
 import numpy as np
 
@@ -191,9 +192,9 @@ def exp_interval(lo, hi) -> Interval:
 
 _EXP_BITS = 8  # range reduction x = k/2^8 + t, 0 ≤ t < 2^-8
 _EXP_KMAX = 1 << 18  # |k| beyond this (|x| > 1024): the enclosure is [0, ∞) / overflow rules
-_EXP_TAB = {"k0": 0, "lo": np.zeros(0), "hi": np.zeros(0)}
+_EXP_TAB: dict[str, Any] = {"k0": 0, "lo": np.zeros(0), "hi": np.zeros(0)}
 #: 1/i! rounded to nearest (relative error ≤ 2⁻⁵³ each; all terms of the series are positive)
-_EXP_COEF = tuple(float(__import__("fractions").Fraction(1, math.factorial(i))) for i in range(7))
+_EXP_COEF = tuple(float(Fraction(1, math.factorial(i))) for i in range(7))
 
 
 def _exp_table(kmin: int, kmax: int) -> tuple[int, np.ndarray, np.ndarray]:
