@@ -148,6 +148,17 @@ def test_plateaus_between_events():
     assert st[4] == "absent"  # the last drop is 1% of the range: below the resolution
 
 
+def test_plateaus_between_events_beyond_the_curve():
+    # events after the curve's last sample (another row's solver ran longer): those pairs are
+    # unresolved, the ones inside are read as before
+    t, y, ev = _sigmoids([3.0, 6.0], [0.4, 0.4])
+    ev = np.concatenate([ev, np.exp([14.0, 15.0])])
+    ps = plateaus_between_events(t, y, ev)
+    assert [p.m for p in ps] == [1, 2, 3]
+    assert ps[0].status == "clear"
+    assert ps[1].status == ps[2].status == "unresolved" and "curve ends" in ps[1].why
+
+
 def test_integrator_auto_and_budget_inconclusive(monkeypatch):
     assert SeparateSetting.parse({}).integrator == "flow"
     assert SeparateSetting.parse({"steps": 10001}).integrator == "gd"

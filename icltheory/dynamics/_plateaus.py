@@ -155,6 +155,9 @@ def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: 
       drop (of the two, the one shorter relative to its drops' width) is demoted to absent until
       every drop is visible.
 
+    An interior pair whose later event lies beyond the curve's last sample is **unresolved**
+    (the curve does not show that drop).
+
     Returns one :class:`EventPlateau` per interior pair (m = 1 … n−1)."""
     t = np.asarray(t, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -188,7 +191,11 @@ def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: 
         w = max(widths[j], widths[j + 1], 1e-300)
         idx = np.flatnonzero(inside)
         k = int(idx[np.argmin(rate[idx])]) if idx.size else int(np.searchsorted(u, ue[j]))
-        if flat >= clear_widths * w and flat >= min_flat:
+        if ue[j + 1] > u[-1]:
+            k = u.size - 1
+            status, why = "unresolved", (f"the curve ends at t = {float(np.exp(u[-1])):.4g}, before the drop at "
+                                         f"t = {e[j + 1]:.4g}")
+        elif flat >= clear_widths * w and flat >= min_flat:
             status, why = "clear", f"flat for {flat:.3g} in ln t, {flat / w:.3g} × the drops' width {w:.3g}"
         elif flat < absent_widths * w or flat < min_flat:
             status, why = "absent", (f"flat for only {flat:.3g} in ln t ({flat / w:.3g} × the drops' width {w:.3g}; "
@@ -200,7 +207,7 @@ def plateaus_between_events(t, y, events, *, valley: float = 0.1, clear_widths: 
         out.append(EventPlateau(j + 1, status, flat, w, float(np.exp(u[k])), float(ym[k]), why))
     span = float(ym[0] - ym[-1])
     while span > 0:
-        clear = [p for p in out if p.status != "absent"]
+        clear = [p for j, p in enumerate(out) if p.status != "absent" and ue[j + 1] <= u[-1]]
         levels = [float(ym[0])] + [p.level for p in clear] + [float(ym[-1])]
         drops = [a - b for a, b in zip(levels, levels[1:])]
         if not clear or min(drops) >= min_drop * span:
