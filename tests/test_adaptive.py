@@ -170,3 +170,25 @@ def test_integrator_auto_and_budget_inconclusive(monkeypatch):
     v = run_check(c, c.setting({"seeds": 1, "fs_seeds": 0}), profile="quick")
     assert v.verdict == "inconclusive"
     assert any("adaptive solver's work" in r for r in v.reasons), v.reasons
+
+
+def test_finite_sample_flow_has_its_own_horizon():
+    """Simulator (b) stops on its own learning events (n_learn learned, then settle × the last
+    learning time), not at another simulator's end: the events are the crossings of ½ read off its
+    own recorded trajectory, to the record grid's resolution."""
+    from proofs.linear_attention.experiments import _data as data
+    from proofs.linear_attention.experiments import _models as models
+
+    s = SeparateSetting.parse({"profile": "quick", "D": 2, "H": 2, "lambdas": "0.4,0.2", "seeds": 1})
+    p = training.init_separate(np.random.default_rng(2), 1, s.H, 1, s.D, s.w_init, full=True)
+    X, y = data.sample_sequences(2000, s.N, np.diag(s.lam), np.random.default_rng(3))
+    mom = models.empirical_moments(X, y)
+    run = flows.finite_sample_separate_flow(mom, p, s.lam, s.N, H=s.H, t_end=s.steps * s.lr, t_first=s.lr,
+                                            rtol=1e-8, atol_rel=1e-11, budget=1e13, n_learn=2, settle=0.5)
+    ev = run.solver["events"][0]
+    assert run.solver["stopped"] == ["stop"] and np.all(np.isfinite(ev))
+    assert 1.5 * ev.max() <= run.t[-1] < s.steps * s.lr
+    frac = training.learned_fractions(run.M[0], s.lam, s.N)
+    for d in range(2):
+        i = int(np.searchsorted(run.t, ev[d]))
+        assert frac[i - 1, d] < 0.5 <= frac[i, d]

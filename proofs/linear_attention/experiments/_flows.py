@@ -344,16 +344,22 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
 
 def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
                                 rtol: float, atol_rel: float, budget: float, per_decade: int = 300,
-                                method: str = "BDF", tick=None):
+                                method: str = "BDF", n_learn: int | None = None, settle: float = 1.0,
+                                tick=None):
     r"""The gradient flow of the whole ATTN_S model on the training loss of the sequences behind
     ``moments`` (the O(F²) quadratic form of :class:`~._models.QuadraticMoments`), from the
     full-model ``params`` (one seed row) to ``t_end``, adaptively (BDF; its Jacobian by SciPy's
-    finite differences: n evaluations of an O(F²) field, n = H(D+1)(1+R)+HRD).  Records on the
-    grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
+    finite differences: n evaluations of an O(F²) field, n = H(D+1)(1+R)+HRD).  With
+    ``n_learn``: each direction's learning time (learned fraction of the relevant block M
+    crossing ½) is an event, and the run stops once ``n_learn`` directions are learned and it
+    has gone on ``settle`` × the last learning time (``solver["stopped"]`` is then ``"stop"``;
+    ``t_end`` is only the horizon) — this run's own horizon, not another simulator's.  Records
+    on the grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
     training loss and the relevant block M(t) (value label row, key/query inputs), whose
     population loss is the run's ``loss``."""
     from icltheory.dynamics import integrate_adaptive
 
+    from . import _training as training
     from ._models import SeparateHeads
     from ._training import Run
 
@@ -377,18 +383,29 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
 
     y0 = np.concatenate([np.asarray(params[k], float)[0].ravel() for k in names])
     F = moments.C.shape[0]
+    D = moments.D
+    events = stop = None
+    if n_learn is not None:
+        def events(_t, y):
+            M = model.theta(unpack(y))[0].reshape(D + 1, D + 1, D)[D, :D, :]
+            return training.learned_fractions(M, lam, N) - 0.5
+
+        def stop(t, _y, ev):
+            done = np.isfinite(ev)
+            return int(done.sum()) >= n_learn and t >= (1.0 + settle) * float(np.max(np.where(done, ev, 0.0)))
     grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
     scale = float(np.sqrt(np.mean(y0[y0 != 0] ** 2))) if np.any(y0 != 0) else 1.0
     sol = integrate_adaptive(rhs, y0, t_end, method=method, rtol=rtol, atol=atol_rel * scale, record=grid,
-                             fun_cost=4.0 * F * F, budget=budget, first_step=min(t_first, t_end), tick=tick,
-                             what="finite-sample gradient flow")
+                             events=events, stop=stop, fun_cost=4.0 * F * F, budget=budget,
+                             first_step=min(t_first, t_end), tick=tick, what="finite-sample gradient flow")
     thetas = np.array([model.theta(unpack(y))[0] for y in sol.y])
-    D = moments.D
     M = thetas.reshape(len(sol.t), D + 1, D + 1, D)[None, :, D, :D, :]
     train = np.asarray(moments.mse(thetas, Cg=Cg))[None]
     final = {k: v for k, v in unpack(sol.y[-1]).items()}
     solver = {"method": method, "rtol": rtol, "atol_rel": atol_rel, "t_end": float(sol.t_end),
               "stopped": [sol.stopped], "work": [sol.work.as_dict()], "total_work": sol.work.flops,
               "jacobian": "finite differences (SciPy)"}
+    if n_learn is not None:
+        solver["events"] = np.asarray(sol.events, float).reshape(1, D)
     return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
                train_loss=train, solver=solver)
