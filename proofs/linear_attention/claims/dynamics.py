@@ -290,8 +290,9 @@ class SaddleToSaddle(Claim):
                                                           budget=max(left, 0.0), n_learn=n_learn, settle=1.0,
                                                           tick=run.tick)
             else:
-                rb = ex.training.finite_sample_separate(mom, p_k, s.lam, s.N, H=s.H, lr=s.lr, steps=ra.steps,
-                                                        tick=run.tick, xp=xp)
+                rb = ex.training.finite_sample_separate(mom, p_k, s.lam, s.N, H=s.H, lr=s.lr, steps=s.steps,
+                                                        stop=ex.analysis.settled(s.lam, s.N, n_learn, 1.0),
+                                                        check_every=max(100, s.steps // 200), tick=run.tick, xp=xp)
             out["fs"].append((rb, ex.analysis.read_run(rb, s.lam, s.N)))
         return out
 
@@ -347,7 +348,8 @@ class SaddleToSaddle(Claim):
         ctx.measure("order_controls", [{f"{i},{j}": w for (i, j), w in c.items()} for c in m["controls"]])
         for k, (rb, rdb) in enumerate(m["fs"]):
             label = f"(b) full-batch {'gradient flow' if s.integrator == 'flow' else 'GD'} on P={s.P} sequences, seed {k}"
-            capped_b = any(x != "stop" for x in rb.solver["stopped"]) if rb.solver is not None else capped
+            capped_b = (any(x != "stop" for x in rb.solver["stopped"]) if rb.solver is not None
+                        else rb.steps >= s.steps)
             why_b = ""
             if capped_b and rb.train_loss is not None:
                 last = float(np.nanmax(np.where(np.isfinite(rd.times), rd.times, np.nan)))

@@ -184,20 +184,27 @@ def separate_population_gd(lam, N: int, params: dict, *, lr: float, steps: int, 
 
 
 def finite_sample_separate(moments: QuadraticMoments, params: dict, lam, N: int, *, H: int,
-                           lr: float, steps: int, xp=NUMPY, tick=None) -> Run:
+                           lr: float, steps: int, xp=NUMPY, stop=None, check_every: int | None = None,
+                           tick=None) -> Run:
     """Full-batch GD of the whole ATTN_S model on the sequences behind ``moments`` (from the
     full-model ``params``); records the training loss and the relevant block M(t), whose
-    population loss is the run's ``loss``."""
+    population loss is the run's ``loss``.  ``stop(run)`` (e.g. :func:`~._analysis.settled`)
+    is asked every ``check_every`` steps on the run so far."""
     model = SeparateHeads(H, params["K"].shape[2])
+    D = moments.D
+
+    def as_run(trace, final=None) -> Run:
+        th = trace["theta"].reshape(len(trace.steps), -1, D + 1, D + 1, D)
+        M = np.swapaxes(th[:, :, D, :D, :], 0, 1)  # (S, T, D, D): value label row, key/query inputs
+        return Run(trace.steps * lr, pop.population_mse(M, lam, N), M, final, lr, int(trace.n_steps),
+                   train_loss=trace["loss"].T)
+
     trace, final = train_quadratic(model, moments, params, lr=lr, steps=steps, xp=xp,
                                    record_every="geometric", keep_theta=True,
-                                   check_every=max(steps // 20, 1), tick=tick,
+                                   stop=(lambda tr: stop(as_run(tr))) if stop is not None else None,
+                                   check_every=check_every or max(steps // 20, 1), tick=tick,
                                    what="finite-sample gradient descent")
-    D = moments.D
-    th = trace["theta"].reshape(len(trace.steps), -1, D + 1, D + 1, D)
-    M = np.swapaxes(th[:, :, D, :D, :], 0, 1)  # (S, T, D, D): value label row, key/query inputs
-    return Run(trace.steps * lr, pop.population_mse(M, lam, N), M, final, lr, int(trace.n_steps),
-               train_loss=trace["loss"].T)
+    return as_run(trace, final)
 
 
 def learned_fractions(M: np.ndarray, lam, N: int) -> np.ndarray:
