@@ -409,3 +409,43 @@ def test_rank_default_lr_follows_the_same_flow():
         run = training.separate_population_gd(lam, 31, p, lr=eta, steps=int(math.ceil(8000 / eta)), record_every=5)
         times.append(training.learning_times(run.t, training.learned_fractions(run.M, lam, 31))[0])
     assert np.all(np.isfinite(times[0])) and np.allclose(times[1], times[0], rtol=1e-2)
+
+
+def test_learned_fractions_in_a_tied_eigenspace():
+    """Tied eigenvalues: a head learns any unit vector u of the eigenspace; the fractions there
+    are M's own eigenvalues (1 for u, 0 for the rest), not the coordinates u_d² (which can each
+    pass ½ for several d once two heads share the space)."""
+    lam = np.array([0.4, 0.2, 0.2, 0.2])
+    N = 20
+    from proofs.linear_attention.experiments import _population as pop
+
+    opt = np.diagonal(pop.population_optimum(lam, N))
+    assert training.tied_eigenspaces(lam) == [[1, 2, 3]]
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((3, 2)))  # two heads inside the tied space
+    M = np.zeros((4, 4))
+    M[0, 0] = opt[0]
+    M[1:, 1:] = opt[1] * U @ U.T
+    frac = training.learned_fractions(M, lam, N)
+    assert np.allclose(frac, [1.0, 1.0, 1.0, 0.0], atol=1e-12)
+    distinct = np.array([0.4, 0.3, 0.2, 0.1])
+    M2 = rng.standard_normal((4, 4))
+    assert np.array_equal(training.learned_fractions(M2, distinct, N),
+                          np.diagonal(M2) / np.diagonal(pop.population_optimum(distinct, N)))
+
+
+@pytest.mark.parametrize("seed,spec", [
+    (5000, {"D": 4, "N": 24, "H": 2, "lambdas": "0.26894717592099654," * 3 + "0.26894717592099654"}),
+    (3279, {"D": 4, "N": 17, "H": 2, "lambdas": "0.20059723642650498,0.17265094861433955,0.15,0.15",
+            "w_init": 0.02571281590658235}),
+])
+def test_fewer_heads_than_directions_tied_or_switching(seed, spec):
+    """Found by the random-settings contract test: H = 2 heads, D = 4 with tied eigenvalues.  All
+    tied: the learned 2-plane is any plane of the eigenspace; (0.2, 0.17, 0.15, 0.15): the second
+    head first learns e_2 (the tied pair's larger initial overlap), then moves on to e_1 — a
+    transient, noted, not a third learned direction."""
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    v = run_check(c, c.setting({"profile": "quick", "seed": seed, "seeds": 1, "fs_seeds": 0, **spec}))
+    assert v.verdict == "holds", v.summary()
+    if seed == 3279:
+        assert any("learned only for a while" in n for n in v.notes), v.notes

@@ -121,14 +121,17 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
                        atol: float | np.ndarray = 1e-12, record=None, events=None,
                        stop: Callable[[float, np.ndarray, np.ndarray], bool] | None = None,
                        fun_cost: float = 0.0, jac_cost: float = 0.0, budget: float = math.inf,
-                       first_step: float | None = None, tick=None,
+                       first_step: float | None = None, tick=None, latest: bool = False,
                        what: str = "gradient flow") -> AdaptiveSolution:
     r"""Integrate $\dot y=f(t,y)$ from 0 to at most ``t_max`` (see the module docstring).
 
     ``record``: increasing times at which y is kept (from the dense output; the end point is
     always appended).  ``events(t, y) -> array``: components whose first crossing from below
     0 to ≥ 0 is located (a component already ≥ 0 at t = 0 crosses at 0).  ``stop(t, y, ev)``
-    (``ev``: the event times so far) ends the run after an accepted step.  ``fun_cost`` and
+    (``ev``: the event times so far) ends the run after an accepted step.  ``latest``: a
+    component that falls back below 0 (at an accepted step) loses its time (nan) and may cross
+    again, so ``ev`` holds, for the components ≥ 0 now, the crossing after which they stayed;
+    the crossings undone are kept as (component, time) in ``extra["undone"]``.  ``fun_cost`` and
     ``jac_cost``: flops of one call of each beyond the call overhead.  ``tick(fraction, what)``
     is called every 200 steps.  Where y holds several independent systems (a block-diagonal
     Jacobian), the error control is on the RMS over all of them, so one system's local error is
@@ -166,6 +169,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
                       + work.njev * (jac_cost + CALL_OVERHEAD) + work.nlu * lu_cost)
 
     state: dict[str, Any] = {"i_rec": i_rec, "g_prev": g0}
+    undone: list[tuple[int, float]] = []
 
     def advance(until: float, stop_fn) -> str:
         stopped = "t_max"
@@ -196,6 +200,10 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
                 if events is not None:
                     g_prev = state["g_prev"]
                     g_new = np.asarray(events(t_new, y_new), float)
+                    if latest:
+                        for c in np.flatnonzero(np.isfinite(ev) & (g_new < 0)):
+                            undone.append((int(c), float(ev[c])))
+                            ev[c] = np.nan
                     for c in np.flatnonzero(np.isnan(ev) & (g_prev < 0) & (g_new >= 0)):
                         dense = dense or solver.dense_output()
                         f = lambda s, c=c, dn=dense: float(np.asarray(events(s, dn(s)), float)[c])  # noqa: E731
@@ -217,6 +225,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
         sol = AdaptiveSolution(np.asarray(tt), np.asarray(yy).reshape(len(tt), n), ev.copy(), float(solver.t),
                                stopped, work, method, float(rtol), float(np.max(atol)))
         sol.extra["resume"] = lambda until: finish(_resumed(stopped, advance(until, None)))
+        sol.extra["undone"] = list(undone)
         return sol
 
     return finish(advance(t_max, stop))

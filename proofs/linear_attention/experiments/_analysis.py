@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icltheory.dynamics import detect_plateaus, plateaus_between_events, slowest_point
+from icltheory.dynamics import detect_plateaus, plateaus_between_events, slowest_point, threshold_times
 
 from . import _population as pop
 from . import _training as training
@@ -63,6 +63,9 @@ class RunReading:
     #: per row, the stretch between consecutive learning times m and m+1 (m = 1 … n−1): clear,
     #: absent or unresolved plateau (:func:`icltheory.dynamics.plateaus_between_events`)
     plateaus: list[list] | None = None
+    #: per row, (direction, time) of crossings of ½ that did not last (the fraction fell back
+    #: below ½: a head moved on to another direction); ``times`` holds the crossings that did
+    transient: list[list[tuple[int, float]]] | None = None
 
 
 def read_run(run: Run, lam, N: int) -> RunReading:
@@ -72,6 +75,12 @@ def read_run(run: Run, lam, N: int) -> RunReading:
     times = training.learning_times(run.t, frac)
     if run.solver is not None and "events" in run.solver:  # adaptive flow: located on the dense output
         times = np.asarray(run.solver["events"], float)
+        transient = [[(int(d), float(x)) for d, x in u] for u in run.solver.get("undone", [[]] * times.shape[0])]
+    else:  # records: crossings of ½ that did not last
+        first = threshold_times(run.t, np.swapaxes(frac, 1, 2), [0.5])[..., 0]
+        transient = [[(d, float(first[k, d])) for d in range(D)
+                      if np.isfinite(first[k, d]) and not first[k, d] == times[k, d]]
+                     for k in range(times.shape[0])]
     opt = np.diagonal(pop.population_optimum(lam, N))
     keep = run.t > 0
     t = run.t[keep]
@@ -95,7 +104,7 @@ def read_run(run: Run, lam, N: int) -> RunReading:
     base = float(pop.population_mse(np.zeros((D, D)), lam, N))
     path = [list(base - np.concatenate([[0.0], np.cumsum(drops[o])])) for o in orders]
     plateaus = [plateaus_between_events(run.t, run.loss[k], times[k]) for k in range(run.loss.shape[0])]
-    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path, plateaus)
+    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path, plateaus, transient)
 
 
 def order_violations(times: np.ndarray, lam) -> list[tuple[int, int]]:

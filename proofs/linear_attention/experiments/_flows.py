@@ -236,7 +236,9 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     on ``settle`` × its last learning time (or ``t_max``); then every group is continued to the
     latest such time, so the rows share one record grid: 0 and ``per_decade`` points per decade
     from ``t_first``.  A direction's *learning time* (its learned fraction M_dd/m*_d crossing ½:
-    a plateau's exit) is an event located on the solver's dense output.
+    a plateau's exit) is an event located on the solver's dense output; a direction that falls
+    back below ½ (a head moved on to another direction) loses it until it crosses again
+    (``solver["undone"]``: per row, the (direction, time) crossings undone).
 
     Rows of the same rank share one solver while they fit in :data:`_BATCH_STATES` states.
     ``method``: ``"LSODA"`` (default: Adams steps while the flow is not stiff — on the plateaus
@@ -299,7 +301,7 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
 
         scale = float(np.sqrt(np.mean(y0 * y0))) or 1.0
         sol = integrate_adaptive(rhs, y0, t_max, jac=jac, method=method, rtol=rtol, atol=atol_rel * scale,
-                                 record=grid, events=events, stop=stop, fun_cost=fc, jac_cost=jc,
+                                 record=grid, events=events, stop=stop, latest=True, fun_cost=fc, jac_cost=jc,
                                  budget=budget - spent, first_step=min(t_first, t_max),
                                  tick=(lambda f, w, gi=gi: tick((gi + f) / len(groups), w)) if tick else None,
                                  what=f"population gradient flow (rows {rows})")
@@ -319,6 +321,7 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     heads = np.zeros((S, n_rec, H, D))
     final = {"r": np.zeros((S, H, 1)), "K": np.zeros((S, H, Rmax, D)), "Q": np.zeros((S, H, Rmax, D))}
     events = np.full((S, D), np.nan)
+    undone: list[list[tuple[int, float]]] = [[] for _ in range(S)]
     stopped = [""] * S
     for gi, rows in enumerate(groups):
         sol, (R, split) = sols[gi], fields[gi]
@@ -333,11 +336,13 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
                 final["K"][rows, :, :R] = Kh
                 final["Q"][rows, :, :R] = Qh
         events[rows] = sol.events.reshape(B, D)
+        for c, t_up in sol.extra["undone"]:
+            undone[rows[c // D]].append((c % D, t_up))
         for k in rows:
             stopped[k] = sol.stopped
     solver = {"method": method, "jacobian": "analytic", "rtol": rtol, "atol_rel": atol_rel, "t_end": float(t[-1]),
               "groups": groups, "stopped": stopped, "work": [sol.work.as_dict() for sol in sols],
-              "total_work": spent, "events": events}
+              "total_work": spent, "events": events, "undone": undone}
     return Run(t, pop.population_mse(M, lam, N), M, final, float("nan"),
                int(sum(sol.work.steps for sol in sols)), heads=heads, solver=solver)
 
@@ -396,7 +401,7 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
     grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
     scale = float(np.sqrt(np.mean(y0[y0 != 0] ** 2))) if np.any(y0 != 0) else 1.0
     sol = integrate_adaptive(rhs, y0, t_end, method=method, rtol=rtol, atol=atol_rel * scale, record=grid,
-                             events=events, stop=stop, fun_cost=4.0 * F * F, budget=budget,
+                             events=events, stop=stop, latest=True, fun_cost=4.0 * F * F, budget=budget,
                              first_step=min(t_first, t_end), tick=tick, what="finite-sample gradient flow")
     thetas = np.array([model.theta(unpack(y))[0] for y in sol.y])
     M = thetas.reshape(len(sol.t), D + 1, D + 1, D)[None, :, D, :D, :]
@@ -407,5 +412,6 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
               "jacobian": "finite differences (SciPy)"}
     if n_learn is not None:
         solver["events"] = np.asarray(sol.events, float).reshape(1, D)
+        solver["undone"] = [list(sol.extra["undone"])]
     return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
                train_loss=train, solver=solver)

@@ -207,13 +207,49 @@ def finite_sample_separate(moments: QuadraticMoments, params: dict, lam, N: int,
     return as_run(trace, final)
 
 
+def tied_eigenspaces(lam) -> list[list[int]]:
+    """Groups of ≥ 2 indices whose eigenvalues are equal (to 1e-12 relative): there the
+    eigen-directions are not unique."""
+    lam = np.asarray(lam, float)
+    groups: list[list[int]] = []
+    for i in np.argsort(-lam, kind="stable"):
+        if groups and abs(lam[groups[-1][0]] - lam[i]) <= 1e-12 * abs(lam[i]):
+            groups[-1].append(int(i))
+        else:
+            groups.append([int(i)])
+    return [sorted(g) for g in groups if len(g) > 1]
+
+
 def learned_fractions(M: np.ndarray, lam, N: int) -> np.ndarray:
-    """Per eigen-direction: M_dd over its learned value (the minimiser of the population loss)."""
+    """Per eigen-direction: M_dd over its learned value (the minimiser of the population loss).
+    Inside an eigenspace of tied eigenvalues a head learns an arbitrary unit vector of it, so
+    coordinates are not directions there: its fractions are the eigenvalues of the symmetric
+    part of M restricted to it, over the (common) learned value, in decreasing order (the
+    directions M itself has learned; equal to the diagonal once those are coordinates)."""
     opt = np.diagonal(pop.population_optimum(lam, N))
-    return np.diagonal(M, axis1=-2, axis2=-1) / opt
+    frac = np.diagonal(M, axis1=-2, axis2=-1) / opt
+    ties = tied_eigenspaces(lam)
+    if not ties:
+        return frac
+    frac = np.array(frac, copy=True)
+    for g in ties:
+        sub = np.asarray(M)[..., g, :][..., :, g]
+        ev = np.linalg.eigvalsh(0.5 * (sub + np.swapaxes(sub, -1, -2)))[..., ::-1]
+        frac[..., g] = ev / opt[g[0]]
+    return frac
 
 
 def learning_times(t: np.ndarray, frac: np.ndarray, level: float = 0.5) -> np.ndarray:
-    """First time each direction's learned fraction reaches ``level`` (nan if never):
-    ``frac`` (S, T, D) → (S, D)."""
-    return threshold_times(t, np.swapaxes(frac, 1, 2), [level])[..., 0]
+    """When each direction was learned for good: the crossing of ``level`` after which its
+    fraction stays ≥ ``level`` to the last record (nan if it is below at the end — never
+    learned, or learned only for a while: a head moved on).  ``frac`` (S, T, D) → (S, D)."""
+    frac = np.asarray(frac, float)
+    out = threshold_times(t, np.swapaxes(frac, 1, 2), [level])[..., 0]
+    below = ~(frac >= level)
+    for s, d in zip(*np.nonzero(np.isfinite(out) & np.any(below, axis=1))):
+        if below[s, -1, d]:
+            out[s, d] = np.nan
+            continue
+        k = int(np.flatnonzero(below[s, :, d])[-1])  # the last record below: it crossed after it
+        out[s, d] = threshold_times(t[k:], frac[s, k:, d][None], [level])[0, 0]
+    return out
