@@ -363,10 +363,11 @@ class SaddleToSaddle(Claim):
             capped_b = (any(x != "stop" for x in rb.solver["stopped"]) if rb.solver is not None
                         else rb.steps >= s.steps)
             why_b = ""
-            if capped_b and rb.train_loss is not None:
-                last = float(np.nanmax(np.where(np.isfinite(rd.times), rd.times, np.nan)))
+            learned_a = rd.times[np.isfinite(rd.times)]
+            if capped_b and rb.train_loss is not None and learned_a.size:
                 why_b = (f"; at its horizon t = {float(rb.t[-1]):.4g} τ (the population flow (a) had learned "
-                         f"every direction by t = {last:.4g} τ) its training loss is {float(rb.train_loss[0, -1]):.5g} "
+                         f"its directions by t = {float(learned_a.max()):.4g} τ) its training loss is "
+                         f"{float(rb.train_loss[0, -1]):.5g} "
                          f"and its relevant block's population loss {float(rb.loss[0, -1]):.5g}: on P = {s.P} "
                          "sequences the late drops lag the population picture (a larger P)")
             _learned_count(ctx, label, rdb.times[0], n_pred, capped_b, sim, why_b)
