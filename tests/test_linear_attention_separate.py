@@ -449,3 +449,21 @@ def test_fewer_heads_than_directions_tied_or_switching(seed, spec):
     assert v.verdict == "holds", v.summary()
     if seed == 3279:
         assert any("learned only for a while" in n for n in v.notes), v.notes
+
+
+@pytest.mark.parametrize("claim_id,seed,spec,why", [
+    ("linattn.separate.saddle-to-saddle", 33, {"D": 3, "N": 16, "H": 2,
+                                               "lambdas": "0.22313016014842982,0.22871717219503424,0.22313016014842982"},
+     "lies in an eigenspace of 2 tied eigenvalues"),
+    ("linattn.separate.rank", 9, {"N": 9, "H": 8, "min_rank": 4},
+     "learned by the same head(s)"),
+])
+def test_random_draws_that_were_false_fails(claim_id, seed, spec, why):
+    """Settings the contract's random draws (dev profile) once answered `fails` at: a tied
+    eigenspace escaping before a nearby larger eigenvalue (its init's projection on the whole
+    space drives it), and a rank-4 head's follower lagging its leader (N = 9: the stage's
+    eigenvalues 4× apart).  Neither refutes the claim: inconclusive, saying why."""
+    c = get_claim(claim_id)
+    v = run_check(c, c.setting({"profile": "quick", "seed": seed, "seeds": 1, **spec}))
+    assert v.verdict == "inconclusive", v.summary()
+    assert any(why in r for r in v.reasons), v.reasons
