@@ -19,6 +19,7 @@ from icltheory.core import Float, Int, lazy_module
 from .settings import STEPS_MAX, InitScaleSetting, SeparateSetting, _steps
 
 theory = lazy_module("proofs.linear_attention.theory")
+dt_theory = lazy_module("proofs.linear_attention.theory._drop_times")
 lazy = lazy_module("proofs.linear_attention.theory._init_scale")
 
 __all__ = ["LazyInitScaleSetting", "DropTimesSetting", "initial_heads", "LAZY_WINDOW", "LAZY_OCTAVES"]
@@ -28,6 +29,8 @@ __all__ = ["LazyInitScaleSetting", "DropTimesSetting", "initial_heads", "LAZY_WI
 LAZY_WINDOW = (1e-10, 1e-5)
 #: the large-init grid spans this many octaves below v_ref = max_d λ_d^(-1/3) (up to v_ref)
 LAZY_OCTAVES = 3
+#: the drop-times run lasts at least this many × (1 + rel_tol) × the latest predicted first drop
+FIRST_DROP_MARGIN = 1.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,10 +93,22 @@ class DropTimesSetting(SeparateSetting):
 
     horizon_factor: float | None = Float(None, min=1e-3, max=100.0, by_profile=(0.2, 1.0, 2.0),
                                          doc="run for this many × the theory's time for the slowest direction to "
-                                             "escape and drop from the typical init (quick: the first drop only)")
+                                             "escape and drop from the typical init (quick: the first drop only), "
+                                             "and at least 1.5 × (1 + rel_tol) × every seed's predicted first drop")
 
     def _resolve(self) -> None:
         given = self.steps is not None
         super()._resolve()
         if not given:
-            self._set("steps", _steps("lr", self.horizon_factor * self.horizon(1, margin=1.0), self.lr))
+            typical = self.horizon_factor * self.horizon(1, margin=1.0)
+            self._set("steps", _steps("lr", max(typical, self.first_drops_reach(typical)), self.lr))
+
+    def first_drops_reach(self, typical: float) -> float:
+        """Long enough for every seed's predicted first drop (per-head ODE from its initial
+        overlaps, looked for up to 100 × ``typical``): :data:`FIRST_DROP_MARGIN` × (1 + rel_tol) ×
+        the latest — a seed whose overlaps are far below the typical scale (one head, say)
+        still drops inside the run.  0 when no seed drops within 100 × ``typical``."""
+        heads = initial_heads(self.seed, self.seeds, self.H, self.D, self.w_init)
+        rows = dt_theory.drop_times(self.lambdas, self.N, heads, 100.0 * typical, n_drops=1)
+        first = [r[0] for r in rows if r]
+        return FIRST_DROP_MARGIN * (1.0 + self.rel_tol) * max(first) if first else 0.0

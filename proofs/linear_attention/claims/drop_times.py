@@ -127,6 +127,10 @@ class DropTimes(Claim):
                     ctx.condition(f"{label}: the first drop happens by (1 + {tol:g}) × the predicted time",
                                   False, judges=("first_drop_times",), predicted=first[k], measured=None,
                                   why="the run lasted past the latest time the claim allows")
+                elif not math.isfinite(first[k]):
+                    ctx.inconclusive(f"{label}: no drop within the horizon {horizon:.4g} τ, and the per-head ODE from "
+                                     "this seed's initial overlaps reaches none within 4 × the horizon either: too "
+                                     "short a horizon (raise steps or horizon_factor)")
                 else:
                     ctx.inconclusive(f"{label}: no drop within the horizon {horizon:.4g} τ, and the predicted first "
                                      f"drop {first[k]:.4g} τ (+{tol:g}) is beyond it: too short a horizon (raise "
@@ -138,6 +142,14 @@ class DropTimes(Claim):
                       why=f"the claim: the per-head ODE gives the first drop within {tol:.0%}; population GD of the "
                           f"relevant block at η = {s.lr:.3g} τ/step from the same weights (deterministic)")
             d = int(np.nanargmin(fs_t[k]))
+            share = float(m["fs_route_share"][k])
+            if share > 0.5:
+                ctx.inconclusive(f"{label}: the finite-sample model learned through its value-input × key-label "
+                                 f"weights ({share:.0%} of the learned block at the end; first drop at {tf:.4g} τ), "
+                                 "which start at zero and grow only from sampling noise — a route the relevant "
+                                 "block's per-head ODE does not have (the population run, without it: "
+                                 f"{tp:.4g} τ against the predicted {first[k]:.4g} τ); raise P or N")
+                continue
             sig = _SPREAD_FACTOR * float(m["spread"][d]) * tp
             margin = tol * first[k] - abs(tp - first[k])
             if margin <= 0:

@@ -241,7 +241,7 @@ class MergedSigmoid(Claim):
         err_test = (yh - ex.models.query_features(Xh) @ th[-1].ravel()) ** 2
         err0 = (y - Z @ th[0].ravel()) ** 2
         out.update(fs_t=trace.steps * s.lr, fs_loss=trace["loss"][:, 0],
-                   fs_sigma=np.trace(th[:, D, :D, :], axis1=1, axis2=2) / D,
+                   fs_sigma=np.trace(ex.models.label_block(th.reshape(len(th), -1), D), axis1=1, axis2=2) / D,
                    err0=(float(err0.mean()), float(err0.std(ddof=1) / math.sqrt(s.P))),
                    test=(float(err_test.mean()), float(err_test.std(ddof=1) / math.sqrt(s.P))))
         return out

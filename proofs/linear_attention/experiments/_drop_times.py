@@ -4,7 +4,10 @@ From a seed's relevant initial weights (value label→label entry $v_i$, key and
 rows $k_i, q_i$; every other weight zero, as in the paper-era code):
 
 * **finite-sample run** — full-batch GD of the whole model (quadratic-feature form, exact for
-  every weight that reaches $\hat y_q$) on $P$ sampled sequences;
+  every weight that reaches $\hat y_q$) on $P$ sampled sequences; its relevant block is the
+  label-block coefficient (value-label × key-input plus value-input × key-label: the same
+  features), and ``fs_route_share`` is the second route's share at the end — it starts at zero
+  and grows only from sampling noise;
 * **population run** — GD on the exact population loss of the relevant block (the same
   iterates without sampling error), the reference that separates sampling from modelling.
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._data import beta_and_query, sample_sequences
-from ._models import empirical_moments
+from ._models import SeparateHeads, empirical_moments
 from ._training import finite_sample_separate, learned_fractions, learning_times, separate_population_gd
 
 __all__ = ["embed_heads", "growth_rate_spread", "train_drop_times"]
@@ -55,9 +58,13 @@ def train_drop_times(lam, N: int, P: int, heads: dict, *, lr: float, steps: int,
     spread = growth_rate_spread(X, y)
     mom = empirical_moments(X, y, tick=tick)
     del X, y
-    fs = finite_sample_separate(mom, full, lam, N, H=rel["r"].shape[1], lr=lr, steps=steps, tick=tick)
+    H = rel["r"].shape[1]
+    fs = finite_sample_separate(mom, full, lam, N, H=H, lr=lr, steps=steps, tick=tick)
     t_fs = learning_times(fs.t, learned_fractions(fs.M, lam, N))
+    th = SeparateHeads(H, 1).theta(fs.params).reshape(-1, D + 1, D + 1, D)
+    own, other = (np.sqrt(np.sum(x * x, axis=(1, 2))) for x in (th[:, D, :D, :], th[:, :D, D, :]))
+    route = other / np.maximum(own + other, 1e-300)  # the value-input × key-label route's share at the end
     pop = separate_population_gd(lam, N, rel, lr=lr, steps=steps, tick=tick)
     t_pop = learning_times(pop.t, learned_fractions(pop.M, lam, N))
-    return {"fs_times": t_fs, "pop_times": t_pop, "spread": spread, "horizon": steps * lr,
+    return {"fs_times": t_fs, "pop_times": t_pop, "spread": spread, "horizon": steps * lr, "fs_route_share": route,
             "fs_t": fs.t, "fs_loss": fs.train_loss, "pop_t": pop.t, "pop_loss": pop.loss}

@@ -360,12 +360,12 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
     has gone on ``settle`` × the last learning time (``solver["stopped"]`` is then ``"stop"``;
     ``t_end`` is only the horizon) — this run's own horizon, not another simulator's.  Records
     on the grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
-    training loss and the relevant block M(t) (value label row, key/query inputs), whose
-    population loss is the run's ``loss``."""
+    training loss and the relevant block M(t) (:func:`~._models.label_block`: the coefficient
+    on the label × input features), whose population loss is the run's ``loss``."""
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
-    from ._models import SeparateHeads
+    from ._models import SeparateHeads, label_block
     from ._training import Run
 
     model = SeparateHeads(H, params["K"].shape[2])
@@ -392,7 +392,7 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
     events = stop = None
     if n_learn is not None:
         def events(_t, y):
-            M = model.theta(unpack(y))[0].reshape(D + 1, D + 1, D)[D, :D, :]
+            M = label_block(model.theta(unpack(y))[0], D)
             return training.learned_fractions(M, lam, N) - 0.5
 
         def stop(t, _y, ev):
@@ -404,7 +404,7 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
                              events=events, stop=stop, latest=True, fun_cost=4.0 * F * F, budget=budget,
                              first_step=min(t_first, t_end), tick=tick, what="finite-sample gradient flow")
     thetas = np.array([model.theta(unpack(y))[0] for y in sol.y])
-    M = thetas.reshape(len(sol.t), D + 1, D + 1, D)[None, :, D, :D, :]
+    M = label_block(thetas, D)[None]
     train = np.asarray(moments.mse(thetas, Cg=Cg))[None]
     final = {k: v for k, v in unpack(sol.y[-1]).items()}
     solver = {"method": method, "rtol": rtol, "atol_rel": atol_rel, "t_end": float(sol.t_end),

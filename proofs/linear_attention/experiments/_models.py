@@ -30,7 +30,7 @@ from icltheory.backends import NumpyBackend
 
 from . import _population as pop
 
-__all__ = ["attn_merged_predict", "attn_separate_predict", "query_features", "QuadraticMoments",
+__all__ = ["attn_merged_predict", "attn_separate_predict", "query_features", "label_block", "QuadraticMoments",
            "population_moments", "empirical_moments", "MergedHeads", "SeparateHeads", "NUMPY"]
 
 NUMPY = NumpyBackend()
@@ -57,6 +57,16 @@ def query_features(X: np.ndarray) -> np.ndarray:
     S = np.einsum("pan,pbn->pab", X, X)
     xq = X[:, : D1 - 1, N1 - 1]
     return (S[:, :, :, None] * xq[:, None, None, :]).reshape(P, -1) / (N1 - 1)
+
+
+def label_block(theta: np.ndarray, D: int) -> np.ndarray:
+    r"""The whole model's coefficient on the features $(\sum_n y_nx_{n,a})\,x_{q,b}/N$, the only
+    ones correlated with the target: $M_{ab}=\Theta_{D,a,b}+\Theta_{a,D,b}$ — S is symmetric,
+    so the value-label × key-input entry and the value-input × key-label entry multiply the
+    same feature (a model can learn the task through either).  ``theta`` (..., (D+1)²D) →
+    (..., D, D)."""
+    th = np.asarray(theta).reshape(np.shape(theta)[:-1] + (D + 1, D + 1, D))
+    return th[..., D, :D, :] + th[..., :D, D, :]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from icltheory.core import NumericalTrouble
 from icltheory.dynamics import run_gd, threshold_times
 
 from . import _population as pop
-from ._models import NUMPY, QuadraticMoments, SeparateHeads
+from ._models import NUMPY, QuadraticMoments, SeparateHeads, label_block
 
 __all__ = ["init_separate", "swap_directions", "scaled_copies", "Run", "train_quadratic", "separate_population_gd",
            "finite_sample_separate", "learned_fractions", "learning_times"]
@@ -187,15 +187,14 @@ def finite_sample_separate(moments: QuadraticMoments, params: dict, lam, N: int,
                            lr: float, steps: int, xp=NUMPY, stop=None, check_every: int | None = None,
                            tick=None) -> Run:
     """Full-batch GD of the whole ATTN_S model on the sequences behind ``moments`` (from the
-    full-model ``params``); records the training loss and the relevant block M(t), whose
-    population loss is the run's ``loss``.  ``stop(run)`` (e.g. :func:`~._analysis.settled`)
+    full-model ``params``); records the training loss and the relevant block M(t)
+    (:func:`~._models.label_block`), whose population loss is the run's ``loss``.  ``stop(run)`` (e.g. :func:`~._analysis.settled`)
     is asked every ``check_every`` steps on the run so far."""
     model = SeparateHeads(H, params["K"].shape[2])
     D = moments.D
 
     def as_run(trace, final=None) -> Run:
-        th = trace["theta"].reshape(len(trace.steps), -1, D + 1, D + 1, D)
-        M = np.swapaxes(th[:, :, D, :D, :], 0, 1)  # (S, T, D, D): value label row, key/query inputs
+        M = np.swapaxes(label_block(trace["theta"], D), 0, 1)  # (S, T, D, D)
         return Run(trace.steps * lr, pop.population_mse(M, lam, N), M, final, lr, int(trace.n_steps),
                    train_loss=trace["loss"].T)
 

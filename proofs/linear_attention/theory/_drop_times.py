@@ -116,9 +116,9 @@ def _c(lambdas, N):
     return lam, np.asarray(popm.c_coefficient(lam, float(lam.sum()), float(N)), float)
 
 
-def drop_times(lambdas, N: int, heads: dict, horizon: float) -> list[list[float]]:
-    """Per seed row: the sequential reduction's drop times (τ, increasing; at most min(H, D),
-    fewer if the horizon ends first).  Its first entry is :func:`first_drop_times`'s."""
+def drop_times(lambdas, N: int, heads: dict, horizon: float, n_drops: int | None = None) -> list[list[float]]:
+    """Per seed row: the sequential reduction's drop times (τ, increasing; at most min(H, D)
+    and ``n_drops``, fewer if the horizon ends first); the first is the claimed prediction."""
     lam, c = _c(lambdas, N)
     ode = drop_time_ode()
     mstar = 1.0 / (lam * c)
@@ -144,7 +144,7 @@ def drop_times(lambdas, N: int, heads: dict, horizon: float) -> list[list[float]
         free = np.ones((H, D))
         done = np.zeros(D, bool)
         t0, times = 0.0, []
-        while len(times) < min(H, D):
+        while len(times) < min(H, D, n_drops if n_drops is not None else D):
             t1, y1 = _segment(rhs, y, t0, horizon, event, (free, done))
             if y1 is None:
                 break
