@@ -470,3 +470,17 @@ def test_bad_input_exits_2(args, capsys):
     valid = {"kernel": SET.KERNELS, "erase": SET.ERASES, "x_dist": SET.X_DISTS}.get(args[-1].split("=")[0])
     if valid:
         assert ", ".join(valid) in err
+
+
+def test_paper_scope_with_diagonal_gamma_claims_no_off_diagonal_entry():
+    """With gamma=diag the GD set never optimises off-diagonal Γ entries; at K = 1 block 1
+    reads v = 0, so the (u+v) tie entry [i, j] equals the (u−v) one: both are outside the
+    diagonal set and not claimed (scope=paper once failed on V1.tie[1,2] here)."""
+    from proofs.categorical_icl.theory import _symmetry as sym
+
+    comps = sym.components(3, 4, 1, "diag")
+    ties = {c.name: c.kind for c in comps if ".tie[" in c.name}
+    assert ties["V1.tie[1,1]"] == "tie" and ties["V1.tie[1,2]"] == "gamma-off"
+    c = get_claim("catgd.stationarity")
+    v = run_check(c, c.setting({"scope": "paper", "K": 1, "gamma": "diag", "x_dist": "sphere", "profile": "quick"}))
+    assert v.verdict != "fails", v.summary()

@@ -11,7 +11,9 @@ r"""The symmetry behind the stationarity theorem, and what it predicts for the g
   token layout alone, and the linear functionals of the gradient with their class: ``off``
   (not invariant under :math:`x\to Ux`, so zero at every point of the GD set), ``in`` (the GD
   set's own coordinates: zero at its optimum), ``tie``/``ff`` (rotation-invariant directions
-  outside the GD parametrisation: the untied value :math:`V_u+V_v` and the :math:`f\to f` value).
+  outside the GD parametrisation: the untied value :math:`V_u+V_v` and the :math:`f\to f` value),
+  ``gamma-off`` (with a diagonal Γ: the off-diagonal Γ entries, in both value directions
+  :math:`u\mp v` — outside the diagonal GD set, never optimised there, reported only).
 
 Flat gradient order (a data format shared with the experiment): block by block, ``Q``
 (``d × D``), ``K`` (``d × D``), ``V_f`` (``d' × D``), row-major; token columns ``x, u, v, f``.
@@ -208,6 +210,10 @@ def components(d: int, dp: int, K: int, gamma: str) -> list[Component]:
                 else:
                     out.append(Component(f"V{k}.gamma[{i},{j}]", f"block {k} value Γ direction (u−v)",
                                          "in", uv, (1.0, -1.0), fitted=gamma != "fixed"))
-                out.append(Component(f"V{k}.tie[{i},{j}]", f"block {k} value tie direction (u+v)",
-                                     "tie", uv, (1.0, 1.0)))
+                if gamma == "diag" and i != j:  # an off-diagonal Γ entry's tie: outside diagonal S too
+                    out.append(Component(f"V{k}.tie[{i},{j}]", f"block {k} value tie direction (u+v), "
+                                         "off-diagonal (outside diagonal S)", "gamma-off", uv, (1.0, 1.0)))
+                else:
+                    out.append(Component(f"V{k}.tie[{i},{j}]", f"block {k} value tie direction (u+v)",
+                                         "tie", uv, (1.0, 1.0)))
     return out
