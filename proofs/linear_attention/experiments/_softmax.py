@@ -111,5 +111,7 @@ def softmax_train(model: SoftmaxAttention, p: dict, X: np.ndarray, y: np.ndarray
     trace = run_gd(step, observe, max_steps=steps, record_every=record_every, check_every=max(steps, 1),
                    tick=tick, what="softmax-attention gradient descent")
     if trace.stopped == "diverged":
-        raise NumericalTrouble(f"softmax-attention GD diverged at step {trace.diverged_at} (lr={lr:g})")
+        raise NumericalTrouble(f"softmax-attention GD diverged at step {trace.diverged_at} (lr={lr:g}): the step is "
+                               f"beyond this model's stability limit: try a smaller lr (e.g. lr={lr / 4:.3g}; the default "
+                               "steps follow it, keeping steps × lr)")
     return trace.steps, trace["loss"], {k: np.array(xp.to_numpy(v)) for k, v in p.items()}
