@@ -128,9 +128,13 @@ class TwoPhase(Claim):
         ratio = T05 / T[-1]
         ctx.measure("T_0.5", T05)
         ctx.measure("T_delta", dict(zip([f"{x:g}" for x in deltas], T.tolist())))
-        ctx.condition("phase 1 is fast: T(0.5)/T(1−δ_min) ≤ phase_ratio_max",
-                      ratio <= P["phase_ratio_max"], key="phase_ratio_max", measured=ratio,
-                      why="two phases: reaching 0.5 takes a small fraction of the time to 1 − δ")
+        if 1.0 / s.K >= 0.5:
+            ctx.inconclusive(f"K = {s.K}: the attention starts at 1/K = {1.0 / s.K:g} ≥ 0.5 — there is no first "
+                             "phase to time (the two-phase statement needs K ≥ 3), so phase_ratio_max is not judged")
+        else:
+            ctx.condition("phase 1 is fast: T(0.5)/T(1−δ_min) ≤ phase_ratio_max",
+                          ratio <= P["phase_ratio_max"], key="phase_ratio_max", measured=ratio,
+                          why="two phases: reaching 0.5 takes a small fraction of the time to 1 − δ")
         late = m["late_exponent"]
         if math.isnan(late):
             ctx.inconclusive("the late window is too short (or p rounded to 1): no late exponent")
