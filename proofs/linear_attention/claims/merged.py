@@ -327,7 +327,9 @@ class MergedSigmoid(Claim):
         t3 = th - math.log(1 / (1 - math.sqrt(0.97)) - 1) / r
         if not t3 >= 0.09 * float(t[-1]):
             ctx.inconclusive(f"the initial plateau lasts {t3:.3g} τ, under 9% of the {float(t[-1]):.3g} τ run: too "
-                             "short for the blind detector to count the drop (lower w_init)")
+                             "short for the blind detector to count the drop (lower w_init)" if t3 > 0 else
+                             "there is no initial plateau (the init starts inside the drop): nothing for the blind "
+                             "detector to count (lower w_init)")
             return
         pl = detect_plateaus(t, L)
         ctx.measure("n_plateaus", len(pl))

@@ -101,7 +101,7 @@ def _stiffness(s, m: str, eta: float, Ls) -> np.ndarray:
 
 
 def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
-                 why: str) -> list[float]:
+                 why: str, cap_key: str = "steps") -> list[float]:
     """Fit log T_θ vs log L per θ (runs in GD's small-step regime only) and compare with the
     predicted slope ``ctx.predicted[key]``; returns the fitted slopes (nan: not fitted)."""
     Ls, T = np.asarray(Ls, dtype=float), np.asarray(T, dtype=float)
@@ -112,8 +112,8 @@ def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
         Tj = T[:, j]
         if np.any(np.isnan(Tj)):
             missing = ", ".join(f"{L:g}" for L, x in zip(Ls, Tj) if np.isnan(x))
-            ctx.inconclusive(f"θ={theta:g} not reached within the step cap at L={missing} "
-                             "(raise the step cap); the slope is fitted without them")
+            ctx.inconclusive(f"{name}: θ={theta:g} not reached within the step cap at L={missing} "
+                             f"(raise {cap_key}: T_θ grows like L⁻²); the slope is fitted without them")
         reached = ~np.isnan(Tj)
         Tj = np.where(reached, Tj, 0.0)
         use = reached & (Tj >= MIN_STEPS_FOR_RATE) & (stiff <= rules.MAX_STIFFNESS)
@@ -157,7 +157,7 @@ def judge_sweeps(s, measured, ctx, key: str, name: str, why: str) -> dict:
             continue
         stiff = _stiffness(s, m, eta, s.Ls)
         out[m] = slope_checks(ctx, K=s.K, Ls=s.Ls, thetas=getattr(s, f"thetas_{m}"), T=sw["T"],
-                              stiff=stiff, key=key,
+                              stiff=stiff, key=key, cap_key=f"steps_{m}",
                               name=f"model {m}: {name}", why=why)
         ctx.measured.setdefault("T", {})[m] = np.round(np.asarray(sw["T"]), 4).tolist()
         ctx.measured.setdefault("steps_run", {})[m] = sw["steps_run"]
