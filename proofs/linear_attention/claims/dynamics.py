@@ -304,8 +304,13 @@ class SaddleToSaddle(Claim):
             p_k = {n: v[k:k + 1] for n, v in pfull.items()}
             if s.integrator == "flow":  # a small SciPy ODE: the backend computes the moments only
                 left = BUDGETS[s.profile][0] - ra.solver["total_work"] - sum(r.solver["total_work"] for r, _ in out["fs"])
-                rb = ex.flows.finite_sample_separate_flow(mom, p_k, s.lam, s.N, H=s.H,
-                                                          t_end=_flow_options(s, 0.0)["t_max"],
+                # its own horizon: the derived GD horizon, or 4 × the same init's last learning time
+                # in (a) (2 × to settle, 2 × for the sampled drops' lag), within the flow's reach —
+                # not further: on P sequences a long run drifts to fit their noise
+                ev = ra.solver["events"][k]
+                last_a = float(np.max(ev[np.isfinite(ev)])) if np.any(np.isfinite(ev)) else 0.0
+                t_end_b = min(_flow_options(s, 0.0)["t_max"], max(s.steps * s.lr, 4.0 * last_a))
+                rb = ex.flows.finite_sample_separate_flow(mom, p_k, s.lam, s.N, H=s.H, t_end=t_end_b,
                                                           t_first=s.lr, rtol=s.rtol, atol_rel=1e-3 * s.rtol,
                                                           budget=max(left, 0.0), n_learn=n_learn, settle=1.0,
                                                           tick=run.tick)
@@ -373,10 +378,10 @@ class SaddleToSaddle(Claim):
             capped_b = (any(x != "stop" for x in rb.solver["stopped"]) if rb.solver is not None
                         else rb.steps >= s.steps)
             why_b = ""
-            learned_a = rd.times[np.isfinite(rd.times)]
+            learned_a = rd.times[k][np.isfinite(rd.times[k])]
             if capped_b and rb.train_loss is not None and learned_a.size:
-                why_b = (f"; at its horizon t = {float(rb.t[-1]):.4g} τ (the population flow (a) had learned "
-                         f"its directions by t = {float(learned_a.max()):.4g} τ) its training loss is "
+                why_b = (f"; at its horizon t = {float(rb.t[-1]):.4g} τ (the population flow (a) from the same init "
+                         f"had learned its directions by t = {float(learned_a.max()):.4g} τ) its training loss is "
                          f"{float(rb.train_loss[0, -1]):.5g} "
                          f"and its relevant block's population loss {float(rb.loss[0, -1]):.5g}: on P = {s.P} "
                          "sequences the late drops lag the population picture (a larger P)")
