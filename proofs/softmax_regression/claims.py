@@ -417,6 +417,12 @@ class CandidateClaim(_SoftmaxClaim):
         witness_bound(ctx, "candidate vs the certified witness and the proved bound",
                        "candidate", m, proved_for_candidate, what)
         witness_bound(ctx, "the proved bound survives the search", "proved_bound", m, proved, what)
+        if m["witness_lower"] < K < proved_for_candidate:
+            ctx.inconclusive(f"K = {K:.6g} lies inside the certified band [{m['witness_lower']:.6g}, "
+                             f"{proved_for_candidate:.6g}] ({proved_for_candidate / m['witness_lower']:.3g} × the witness) "
+                             f"left by {s.bnb_boxes} branch-and-bound boxes ({s.profile} profile): neither a "
+                             "certificate nor a counterexample; a larger profile (--profile thorough) or bnb_boxes "
+                             "narrows the band")
         ctx.measure("worst_ratio", math.exp(m["log_worst_ratio"]))
         ctx.measure("witness_certified_lower", m["witness_lower"])
         bnb_derivation_check(ctx, s, s.loss, "proved_bound")
