@@ -192,3 +192,22 @@ def test_finite_sample_flow_has_its_own_horizon():
     for d in range(2):
         i = int(np.searchsorted(run.t, ev[d]))
         assert frac[i - 1, d] < 0.5 <= frac[i, d]
+
+
+def test_adaptive_events_latest_crossing():
+    """``latest=True``: a component that falls back below 0 loses its event and records the
+    crossing after which it stayed; the undone crossings are kept (checked at accepted steps)."""
+    f = lambda t, y: np.array([y[1], -y[0], 1.0])  # noqa: E731  (sin t, cos t, t)
+    ev = lambda t, y: np.array([y[0] - 0.5, y[2] - 1.0])  # noqa: E731
+    sol = integrate_adaptive(f, np.array([0.0, 1.0, 0.0]), 10.0, events=ev, latest=True, rtol=1e-10,
+                             atol=1e-12, method="RK45")
+    # sin t = ½ upward at π/6 and 2π + π/6, downward at 5π/6 and 2π + 5π/6; sin 10 < ½
+    assert np.isnan(sol.events[0])
+    undone = sol.extra["undone"]
+    assert [c for c, _ in undone] == [0, 0]
+    assert undone[0][1] == pytest.approx(np.pi / 6, rel=1e-6)
+    assert undone[1][1] == pytest.approx(2 * np.pi + np.pi / 6, rel=1e-6)
+    assert sol.events[1] == pytest.approx(1.0, rel=1e-8)
+    first = integrate_adaptive(f, np.array([0.0, 1.0, 0.0]), 10.0, events=ev, rtol=1e-10, atol=1e-12,
+                               method="RK45")
+    assert first.events[0] == pytest.approx(np.pi / 6, rel=1e-6) and first.extra["undone"] == []

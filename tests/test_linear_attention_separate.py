@@ -467,3 +467,17 @@ def test_random_draws_that_were_false_fails(claim_id, seed, spec, why):
     v = run_check(c, c.setting({"profile": "quick", "seed": seed, "seeds": 1, **spec}))
     assert v.verdict == "inconclusive", v.summary()
     assert any(why in r for r in v.reasons), v.reasons
+
+
+def test_learning_time_is_the_crossing_that_lasted():
+    """A fraction that crosses ½, falls back and crosses again was learned at the second
+    crossing; one below ½ at the end was not learned (nan); one that crossed once keeps that
+    crossing (linear interpolation between the bracketing records)."""
+    t = np.arange(6.0)
+    frac = np.array([[[0.0, 0.0, 0.0], [0.6, 0.6, 0.25], [0.4, 0.7, 0.75], [0.8, 0.2, 1.0],
+                      [1.0, 0.1, 1.0], [1.0, 0.0, 1.0]]])  # (S=1, T=6, D=3)
+    times = training.learning_times(t, frac)[0]
+    assert times[0] == pytest.approx(2.25)  # 0.4 at t=2 → 0.8 at t=3
+    assert np.isnan(times[1])
+    assert times[2] == pytest.approx(1.5)
+
