@@ -434,6 +434,8 @@ class OscillationSetting(_Resolved):
 
     L: float = _scale()
 
+    K: int = Int(8, min=3, max=MAX_K, sample=(5, 12),
+                 doc="number of features (≥ 3: a near-duplicate pair and a far query)")
     task: str = Choice("sin", TASK_NAMES, sample=True,
                        doc="task family g (f = L·g, g 1-Lipschitz): linear | sin | relu")
     d: int | None = Int(None, min=2, max=MAX_D, doc="token dimension (default K; ≥ K)")
