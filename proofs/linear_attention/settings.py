@@ -287,8 +287,7 @@ class _HeadsSetting(_SeparateBase):
 #: Jacobian; tolerance ``rtol``), "gd" runs GD at step ``lr`` for at most ``steps`` steps; "auto"
 #: is "gd" when ``lr`` or ``steps`` is given (a claim about GD at that step) and "flow" otherwise
 _INTEGRATOR = dict(doc="population simulator: flow (adaptive LSODA through the plateaus, tolerance rtol; the "
-                       "horizon is 10 × steps × lr for the derived steps, steps × lr for given steps; it stops itself once "
-                       "every direction is learned and settled) | gd (GD at step lr, at most steps steps) | auto (gd when lr or "
+                       "horizon is 10 × steps × lr; it stops itself once every direction is learned and settled) | gd (GD at step lr, at most steps steps) | auto (gd when lr or "
                        "steps is given, else flow)")
 #: the flow's relative tolerance per profile (atol = 1e-3 × rtol × the rms initial weight)
 _RTOL = dict(min=1e-13, max=1e-3, by_profile=(1e-6, 1e-7, 1e-9),

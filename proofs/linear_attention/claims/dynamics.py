@@ -40,11 +40,10 @@ _FLOW_REACH = 10.0
 
 def _flow_options(s, budget: float) -> dict:
     """Keyword arguments of the adaptive population flow at setting ``s``: horizon
-    :data:`_FLOW_REACH` × steps × lr for the derived steps (steps × lr when steps is given),
-    records from t = lr, tolerance rtol (atol 1e-3·rtol × the rms initial weight), the
-    profile's work budget."""
-    reach = 1.0 if "steps" in s.given() else _FLOW_REACH
-    return {"t_max": reach * s.steps * s.lr, "t_first": s.lr, "rtol": s.rtol, "atol_rel": 1e-3 * s.rtol,
+    :data:`_FLOW_REACH` × steps × lr (a function of the recorded setting alone, so a recorded
+    setting reproduces the run), records from t = lr, tolerance rtol (atol 1e-3·rtol × the rms
+    initial weight), the profile's work budget."""
+    return {"t_max": _FLOW_REACH * s.steps * s.lr, "t_first": s.lr, "rtol": s.rtol, "atol_rel": 1e-3 * s.rtol,
             "budget": budget}
 
 
