@@ -68,7 +68,7 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
     for ia in range(len(po)):
         for ib in range(ia + 1, len(po)):
             a, b = po[ia], po[ib]
-            if lam[a] == lam[b] or (pairs is not None and (a, b) not in pairs):
+            if abs(lam[a] - lam[b]) <= 1e-12 * abs(lam[b]) or (pairs is not None and (a, b) not in pairs):
                 continue
             ta, tb = times[a], times[b]
             if not np.isfinite(tb) or (np.isfinite(ta) and ta <= tb):
