@@ -481,3 +481,14 @@ def test_learning_time_is_the_crossing_that_lasted():
     assert np.isnan(times[1])
     assert times[2] == pytest.approx(1.5)
 
+
+
+def test_near_tie_learned_in_one_drop_is_not_a_violation():
+    """Found by a random draw at the standard profile: λ = 0.15196 and 0.15073 (0.8% apart), three
+    heads; in one seed the smaller is learned 1.5% earlier within the same drop and the swap
+    control does not reverse it (the heads mix the two directions) — unresolved, not a refutation."""
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    v = run_check(c, c.setting({"profile": "standard", "seed": 4096, "D": 3, "N": 26, "H": 3, "fs_seeds": 0,
+                                "lambdas": "0.1519634554666161,0.5368720709212438,0.15073377329569085"}))
+    assert v.verdict == "inconclusive", v.summary()
+    assert any("within one drop" in r for r in v.reasons), v.reasons

@@ -51,12 +51,15 @@ def same_eigenvalues(lam, A, B) -> bool:
 
 
 def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
-                pairs=None, sim: str = "") -> None:
+                pairs=None, plateaus=None, sim: str = "") -> None:
     """Judge a learning order against ``predicted_order`` (key ``drop_order``).
 
     A pair (a before b predicted) is violated when b was learned first.  Exactly tied
     eigenvalues are not ordered by the claim; b inside an eigenspace of tied eigenvalues learned
-    before a is inconclusive (the init's projection on that whole space drives its escape).  For a violated pair with λ_a > λ_b the
+    before a is inconclusive (the init's projection on that whole space drives its escape); so
+    is a violated pair learned within one drop (``plateaus``, the run's
+    :func:`~icltheory.dynamics.plateaus_between_events`: every stretch between their learning
+    times absent — the two directions escaped together, their order is not resolved).  For a violated pair with λ_a > λ_b the
     experiment re-ran the seed with the init of the two directions swapped (``controls[(a, b)]``
     = the direction learned first then): if a then comes first, the init — not the eigenvalue
     gap — decided the order (a near-tie at this init scale): inconclusive, naming the pair.
@@ -64,7 +67,16 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
     lam = np.asarray(lam, float)
     po = [int(round(x)) for x in predicted_order]
     mult = [int(np.sum(np.abs(lam - x) <= 1e-12 * abs(x))) for x in lam]
-    bad, ties, spaces = [], [], []
+    rank = {int(d): i for i, d in enumerate(np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable"))
+            if np.isfinite(times[d])}
+    status = {p.m: p.status for p in plateaus} if plateaus else {}
+
+    def one_drop(a: int, b: int) -> bool:  # b learned first, a later: no stretch between them is a plateau
+        i, j = rank.get(b), rank.get(a)
+        return (i is not None and j is not None and bool(status)
+                and all(status.get(m) == "absent" for m in range(i + 1, j + 1)))
+
+    bad, ties, spaces, together = [], [], [], []
     for ia in range(len(po)):
         for ib in range(ia + 1, len(po)):
             a, b = po[ia], po[ib]
@@ -78,6 +90,8 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                 spaces.append((a, b))
             elif ctl == a:
                 ties.append((a, b))
+            elif one_drop(a, b):
+                together.append((a, b))
             elif ctl is None and (a, b) in controls:
                 ties.append((a, b))
             else:
@@ -92,7 +106,11 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                          "projection on the whole space (larger than on one direction), so the order against a "
                          "nearby larger eigenvalue can follow the init; the one-direction swap control does not "
                          "apply (the paper's spectra are distinct)")
-    ties += spaces
+    for a, b in together:
+        ctx.inconclusive(f"{label}: e_{b} (λ = {lam[b]:.7g}) was learned just before e_{a} (λ = {lam[a]:.7g}) within one "
+                         f"drop (t = {times[b]:.5g} and {times[a]:.5g}, no plateau between them): the two escaped "
+                         "together, so their order is not resolved (and the swap control did not reverse it)")
+    ties += spaces + together
     learned = [int(i) for i in np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable")
                if np.isfinite(times[i])]
     ctx.condition(f"{label}: drop order", False if bad else (None if ties else True), key="drop_order",

@@ -358,7 +358,8 @@ class SaddleToSaddle(Claim):
             label = f"(a) population {'gradient flow' if s.integrator == 'flow' else 'GD'}, seed {k}"
             _note_transient(ctx, label, rd.transient[k])
             _learned_count(ctx, label, rd.times[k], n_pred, capped, sim)
-            judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k], sim=sim)
+            judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k],
+                        plateaus=rd.plateaus[k], sim=sim)
             judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], pred["drop_order"], lam)
             judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops, sim=sim)
         self._every_plateau(s, pred, rd, ctx, n_pred, sim)
@@ -556,7 +557,8 @@ class RankPlateaus(Claim):
                 if not complete and capped:
                     ctx.inconclusive(f"{label}: {len(rd.order[k])} of {n_learn} directions learned within the "
                                      "step budget or horizon; the stages are not complete")
-                judge_order(ctx, label, rd.times[k], po[:n_learn], lam, m["controls"][k], pairs=pairs, sim=sim)
+                judge_order(ctx, label, rd.times[k], po[:n_learn], lam, m["controls"][k], pairs=pairs,
+                            plateaus=rd.plateaus[k], sim=sim)
                 judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], po, lam)
                 judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops, sim=sim)
                 plat = rd.plateaus[k]
