@@ -21,6 +21,7 @@ from .core import (
     resolve_claims,
     run_check,
 )
+from .core._setting import TomlValue
 from .core._verdict import apply_predictions
 from .report import dumps, fmt
 
@@ -82,10 +83,16 @@ def _settings_for(claims: Sequence[Claim], args: argparse.Namespace) -> list[Set
     if getattr(args, "config", None):
         raw.update(load_toml(args.config))
     raw.update(parse_assignments(getattr(args, "set", None) or []))
-    if getattr(args, "seed", None) is not None:
-        raw["seed"] = args.seed
-    if getattr(args, "profile", None) is not None:
-        raw["profile"] = args.profile
+    for flag in ("seed", "profile"):
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if flag in raw:
+            given = raw[flag].value if isinstance(raw[flag], TomlValue) else raw[flag]
+            if str(given).strip() != str(value):
+                raise BadInput(f"{flag} given twice: --{flag} {value} and "
+                               f"{flag}={str(given).strip()[:40]} (in --set or --config)")
+        raw[flag] = value
 
     def fits(c: Claim, key: str) -> bool:
         return key in c.setting_type.keys() or key in c.setting_type.aliases

@@ -52,7 +52,7 @@ import numpy as np
 from ._derivation import Derivation
 from ._errors import BadInput, NumericalTrouble
 from ._setting import PROFILES, Setting
-from ._verdict import Check, CheckContext, Verdict, apply_predictions
+from ._verdict import Check, CheckContext, Verdict, apply_predictions, typed_precision
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
@@ -527,7 +527,7 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
     predicted = (apply_predictions(claim.id, constants, predict or {}, claim.informational)
                  if constants is not None else {})
     ctx = CheckContext(predicted=predicted, profile=setting.profile, seed=setting.seed,
-                       progress=progress)
+                       progress=progress, typed=typed_precision(predict or {}))
     internal = measurement.error
     if tb is not None and tb.reasons:
         ctx.inconclusive_reasons.extend(tb.reasons)

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ._errors import BadInput
+from ._numbers import NumberError, Typed, parse_number
 
 __all__ = ["Check", "CheckContext", "Verdict", "Plot", "Series", "STATUSES", "z_critical"]
 
@@ -121,8 +122,12 @@ class CheckContext:
     prediction was computed from)."""
 
     def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int,
-                 progress: Callable[[float, str], None] | None = None):
+                 progress: Callable[[float, str], None] | None = None,
+                 typed: Mapping[str, Any] | None = None):
         self.predicted = predicted
+        #: key → (half a unit in the last digit typed, digits typed) for predictions the
+        #: user typed as rounded decimals (:func:`typed_precision`)
+        self.typed = dict(typed or {})
         self.profile = profile
         self.seed = seed
         self.checks: list[Check] = []
@@ -247,6 +252,14 @@ class CheckContext:
                       "non-finite value", keys, float(false_fail))
             )
         bound = atol + rtol * np.abs(p)
+        if key is not None and key in self.typed:
+            half, digits = self.typed[key]
+            half = np.asarray(half, dtype=float)
+            if half.shape in ((), p.shape):
+                bound = np.maximum(bound, half)
+                tol = {**tol, "typed_half_unit": _plain(half)}
+                why = (f"{why}; your value is judged to the {digits} significant digits given "
+                       "(at least half a unit in the last digit typed)")
         err = np.abs(m - p)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             units = float(np.max(err / bound)) if err.size else 0.0
@@ -499,24 +512,56 @@ class Verdict:
         return f'<div class="icltheory-verdict">\n{fragment(verdict_markdown(self))}</div>\n'
 
 
-def parse_prediction(key: str, text: str) -> Any:
-    """Parse a ``--predict KEY=VALUE`` value: a number or a comma-separated list of numbers."""
-    from ._setting import _FLOAT_RE
-
+def _prediction_items(key: str, text: str) -> tuple[list[str], bool]:
     raw = str(text).strip()
     if len(raw) > 20000:
         raise BadInput(f"--predict {key}: value too long")
-    parts = [p.strip() for p in raw.strip("[]").split(",")]
-    if not raw.strip("[]").strip():
+    body = raw[1:-1] if raw.startswith("[") and raw.endswith("]") else raw
+    if not body.strip():
         raise BadInput(f"--predict {key}: empty value")
+    parts = [p.strip() for p in body.split(",")]
     if any(p == "" for p in parts):
         raise BadInput(f"--predict {key}: malformed list {raw[:60]!r} (an empty item)")
-    if not all(_FLOAT_RE.fullmatch(p) for p in parts):
-        raise BadInput(f"--predict {key}: expected a number or a comma list, got {raw[:60]!r}")
-    vals = [float(p) for p in parts]
-    if not all(math.isfinite(v) for v in vals):
-        raise BadInput(f"--predict {key}: values must be finite, got {raw[:60]!r}")
-    return vals[0] if len(vals) == 1 and "," not in raw else vals
+    return parts, "," in body or body is not raw
+
+
+def parse_typed_prediction(key: str, text: str) -> list[Typed] | Typed:
+    """Parse a ``--predict KEY=VALUE`` value: a number, fraction or expression (see
+    :mod:`icltheory.core._numbers`), or a comma-separated list of them, each remembering the
+    digits typed."""
+    parts, is_list = _prediction_items(key, text)
+    vals = []
+    for p in parts:
+        try:
+            vals.append(parse_number(p))
+        except NumberError as exc:
+            raise BadInput(f"--predict {key}: {p[:40]!r} is not a number, fraction or "
+                           f"expression ({exc})") from None
+    return vals if is_list or len(vals) != 1 else vals[0]
+
+
+def parse_prediction(key: str, text: str) -> Any:
+    """Parse a ``--predict KEY=VALUE`` value into a float or a list of floats."""
+    typed = parse_typed_prediction(key, text)
+    return [t.value for t in typed] if isinstance(typed, list) else typed.value
+
+
+def typed_precision(predict: Mapping[str, Any]) -> dict[str, Any]:
+    """For each ``--predict`` value given as text: half a unit in its last digit typed (a
+    float, or a list for a list; 0 for exact text) and the digits typed — what a check judging
+    it must allow at least (a decimal typed to k digits stands for every number rounding to
+    it).  Values given as numbers are exact and absent here."""
+    out: dict[str, Any] = {}
+    for key, text in predict.items():
+        if not isinstance(text, str):
+            continue
+        typed = parse_typed_prediction(key, text)
+        items = typed if isinstance(typed, list) else [typed]
+        if any(t.half_unit > 0 for t in items):
+            half = [t.half_unit for t in items]
+            digits = [t.digits for t in items if t.digits is not None]
+            out[key] = (half if isinstance(typed, list) else half[0], min(digits))
+    return out
 
 
 def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapping[str, Any],
