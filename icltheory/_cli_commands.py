@@ -33,7 +33,18 @@ Progress = Callable[[float, str], None]
 def run_command(argv: Sequence[str]) -> int:
     """Parse ``argv`` and run the command; bad input raises :class:`BadInput`."""
     args = parse_args(argv)
-    return _COMMANDS[args.cmd](args)
+    if getattr(args, "time_limit", None) is None:
+        return _COMMANDS[args.cmd](args)
+    from .core._deadline import TimeLimitReached, clear_time_limit, set_time_limit
+
+    set_time_limit(args.time_limit)
+    try:
+        return _COMMANDS[args.cmd](args)
+    except TimeLimitReached as exc:  # struck while the settings were being resolved
+        _say(f"icltheory: {exc}; nothing was run")
+        return EXIT_INCONCLUSIVE
+    finally:
+        clear_time_limit()
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -78,7 +89,15 @@ def progress_bar(label: str, quiet: bool) -> tuple[Progress | None, Callable[[],
 
 def _settings_for(claims: Sequence[Claim], args: argparse.Namespace) -> list[Setting]:
     """Each claim's setting from --config, then --set, --seed, --profile (a key must fit some
-    named claim; each claim takes the keys it has)."""
+    named claim; each claim takes the keys it has).  Resolving them may derive theory: the
+    time limit applies."""
+    from .core._deadline import hard_stop
+
+    with hard_stop():
+        return _resolve_settings(claims, args)
+
+
+def _resolve_settings(claims: Sequence[Claim], args: argparse.Namespace) -> list[Setting]:
     raw: dict[str, Any] = {}
     if getattr(args, "config", None):
         raw.update(load_toml(args.config))

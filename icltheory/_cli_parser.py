@@ -84,6 +84,21 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="no progress bar or progress lines on stderr")
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds (ASCII decimal)."""
+    t = text.strip()
+    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{0,6})?|\.[0-9]{1,6}", t) or float(t) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text[:20]!r}")
+    return float(t)
+
+
+def time_limit_arg(p: argparse.ArgumentParser) -> None:
+    """The ``--time-limit SECONDS`` option (check, report, sweep)."""
+    p.add_argument("--time-limit", type=_seconds, default=None, metavar="SECONDS",
+                   help="stop after this many seconds of wall time: claims not finished by "
+                        "then are inconclusive, naming the limit")
+
+
 def _setting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="override a setting key (lists as comma-separated numbers); "
@@ -129,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--dry-run", action="store_true",
                    help="validate the setting and print what would run (resolved setting, "
                         "estimated work) without running it")
+    time_limit_arg(q)
 
     q = command("constants", "print a claim's predicted constants with their meanings")
     q.add_argument("claim", metavar="CLAIM")
@@ -153,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-j", "--jobs", type=_ascii_int(1, 1024), default=None, metavar="N",
                    help="run N claims at a time in worker processes (default: the machine's "
                         "cores; -j 1 runs them one after the other; outputs are identical)")
+    time_limit_arg(q)
 
     from .sweep import _cli as sweep_cli
 

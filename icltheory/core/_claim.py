@@ -52,6 +52,7 @@ import numpy as np
 from ._derivation import Derivation
 from ._errors import BadInput, NumericalTrouble
 from ._setting import PROFILES, Setting
+from ._deadline import MARK, TimeLimitReached, hard_stop, time_limit_reason
 from ._verdict import Check, CheckContext, Verdict, apply_predictions, typed_precision
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
@@ -228,6 +229,9 @@ class Run:
         """Report progress (``fraction`` ∈ [0, 1]) and enforce the wall-clock watchdog."""
         if self._progress is not None and fraction is not None:
             self._progress(float(fraction), what)
+        limit = time_limit_reason(f"during {what}" if what else "")
+        if limit is not None:
+            raise OverBudget(limit)
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise OverBudget(f"the {self.profile} profile's wall-clock safety limit "
                              f"({BUDGETS[self.profile][2]:g} s, machine-dependent) was reached"
@@ -401,8 +405,8 @@ def versions() -> dict[str, str]:
     return out
 
 
-_NUMERIC_ERRORS = (NumericalTrouble, FloatingPointError, OverflowError, ZeroDivisionError,
-                   np.linalg.LinAlgError, MemoryError, RecursionError)
+_NUMERIC_ERRORS = (NumericalTrouble, FloatingPointError, OverflowError,
+                   np.linalg.LinAlgError, MemoryError)
 _PLAIN = (int, float, str, bool, type(None))
 
 
@@ -430,7 +434,7 @@ class _Boundary:
         if not isinstance(exc, Exception):
             return False
         if isinstance(exc, OverBudget):
-            self.reasons.append(f"not finished: {exc}")
+            self.reasons.append(str(exc) if str(exc).startswith(MARK) else f"not finished: {exc}")
         elif isinstance(exc, _NUMERIC_ERRORS):
             self.reasons.append(f"numerical trouble in {self.where}: {_describe_exc(exc)}")
         else:
@@ -471,9 +475,10 @@ def measure_claim(claim: Claim, setting: Setting, *,
     """Run the claim's experiment (no predictions involved) behind the error boundary."""
     t0 = time.perf_counter()
     b = _Boundary("the experiment")
-    budget = None
-    with b:
-        budget = _over_budget(claim, setting)
+    budget = time_limit_reason("before the experiment started")
+    if budget is None:
+        with b:
+            budget = _over_budget(claim, setting)
     if budget is not None or b.reasons:
         return Measurement({}, [budget] if budget else b.reasons, b.notes,
                            time.perf_counter() - t0, b.internal)
@@ -506,6 +511,10 @@ def _check_constants(claim: Claim, constants: Mapping[str, Any]) -> None:
 def _theory_constants(claim: Claim, setting: Setting) -> tuple[dict | None, _Boundary]:
     b = _Boundary("the theory")
     constants = None
+    limit = time_limit_reason("before the claim started")
+    if limit is not None:
+        b.reasons.append(limit)
+        return None, b
     with np.errstate(over="raise", invalid="raise", divide="raise"), b:
         constants = claim.constants(setting)
         _check_constants(claim, constants)
@@ -521,6 +530,9 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
     whose checks together exceed :data:`FALSE_FAIL_MAX` of false-fail probability becomes
     ``inconclusive`` (the run cannot decide at the stated level)."""
     t0 = time.perf_counter()
+    limit = time_limit_reason("before the judgement")
+    if limit is not None:
+        return _stopped(claim, setting, limit)
     tb = None
     if constants is None:
         constants, tb = _theory_constants(claim, setting)
@@ -617,7 +629,21 @@ def run_check(
     from ._threads import one_blas_thread
 
     with one_blas_thread():
-        return _run_check(claim, setting, profile=profile, predict=predict, progress=progress)
+        try:
+            with hard_stop():
+                return _run_check(claim, setting, profile=profile, predict=predict,
+                                  progress=progress)
+        except TimeLimitReached as exc:  # the alarm: wherever the run was
+            return _stopped(claim, setting, str(exc))
+
+
+def _stopped(claim: Claim, setting: Setting, reason: str) -> Verdict:
+    """The verdict of a run the time limit stopped outside the error boundaries."""
+    return Verdict(claim=claim.id, verdict="inconclusive", setting=setting.as_dict(),
+                   predicted={}, measured={}, checks=[], evidence={}, seed=setting.seed,
+                   runtime_s=0.0, versions=versions(), profile=setting.profile,
+                   reasons=[reason], claim_info=claim.describe(),
+                   non_default=non_default_keys(setting))
 
 
 def _run_check(claim: Claim, setting: Setting, *, profile: str | None,

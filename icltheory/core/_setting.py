@@ -392,6 +392,7 @@ class Setting:
             spec = f.metadata.get("spec")
             if spec is not None and spec.by_profile is not None and getattr(self, f.name) is None:
                 self._set(f.name, spec.by_profile[PROFILES.index(self.profile)])
+        self._check_lengths()  # before _resolve derives anything from a list and its length
         try:
             self._resolve()
         except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
@@ -400,13 +401,7 @@ class Setting:
             raise SettingError("setting", f"its derived defaults cannot be computed "
                                           f"({type(exc).__name__}: {exc}); the values are too "
                                           "extreme") from None
-        for f in dataclasses.fields(self):
-            spec = f.metadata.get("spec")
-            if spec is not None and spec.length is not None and getattr(self, f.name) is not None:
-                n = getattr(self, spec.length)
-                if n is not None and len(getattr(self, f.name)) != n:
-                    raise SettingError(f.name, f"has {len(getattr(self, f.name))} values but "
-                                               f"{spec.length}={n}")
+        self._check_lengths()
         try:
             self._validate()
         except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
@@ -414,6 +409,17 @@ class Setting:
                 raise
             raise SettingError("setting", f"cannot be validated ({type(exc).__name__}: {exc}); "
                                           "the values are too extreme") from None
+
+    def _check_lengths(self) -> None:
+        for f in dataclasses.fields(self):
+            spec = f.metadata.get("spec")
+            if spec is None or spec.length is None or getattr(self, f.name) is None:
+                continue
+            n, values = getattr(self, spec.length), getattr(self, f.name)
+            if n is not None and len(values) != n:
+                whose = "" if f.name in self._given else " (its default)"  # type: ignore[attr-defined]
+                raise SettingError(f.name, f"has {len(values)} values{whose} but {spec.length}={n}: "
+                                           f"give {n} values")
 
     # hooks ---------------------------------------------------------------------------------
     def _resolve(self) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..core import BadInput, Claim, Setting, run_check, versions
+from ..core._deadline import MARK
 from ..report import jsonable
 from ._executors import WorkerTrouble, open_executor
 from ._plan import MAX_CELLS, Cell, Plan, plan_sweep
@@ -73,6 +73,8 @@ class SweepResult:
     reused: int = 0
     repaired_bytes: int = 0
     paths: list[Path] = field(default_factory=list)
+    #: runs stopped by the time limit (shown, not stored: a rerun computes them)
+    stopped: int = 0
 
     def __iter__(self) -> Iterator[Row]:
         return iter(self.rows)
@@ -114,11 +116,18 @@ def _progress_bar(total: int, done: int, label: str, enabled: bool):
                 dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
 
 
-def _drive(plan: Plan, executor: Executor, window: int, store, bar) -> int:
-    """Submit the missing cells (at most ``window`` in flight) and store each as it ends."""
+def _stopped_by_time_limit(result: dict[str, Any]) -> bool:
+    return any(str(r).startswith(MARK) for r in result.get("reasons", ()))
+
+
+def _drive(plan: Plan, executor: Executor, window: int, store, bar
+           ) -> tuple[int, dict[str, dict[str, Any]]]:
+    """Submit the missing cells (at most ``window`` in flight) and store each as it ends; a
+    run stopped by the time limit is kept aside (returned), not stored: a rerun computes it."""
     todo = iter([c for c in plan.cells if c.key not in store])
     pending: dict[Any, Cell] = {}
     computed = 0
+    stopped: dict[str, dict[str, Any]] = {}
 
     def submit_next() -> None:
         cell = next(todo, None)
@@ -141,12 +150,15 @@ def _drive(plan: Plan, executor: Executor, window: int, store, bar) -> int:
                 raise SweepError(f"the executor lost the run {cell.values} seed {cell.seed}: "
                                  f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") \
                     from exc
-            store.append(_record(plan, cell, result))
-            computed += 1
+            if _stopped_by_time_limit(result):
+                stopped[cell.key] = _record(plan, cell, result)
+            else:
+                store.append(_record(plan, cell, result))
+                computed += 1
             if bar is not None:
                 bar.update(1)
             submit_next()
-    return computed
+    return computed, stopped
 
 
 @contextlib.contextmanager
@@ -172,18 +184,6 @@ def _check_constant(plan: Plan, constant: str | None) -> None:
                        f"valid: {', '.join(sorted(preds))}")
 
 
-def _writable(out: Path) -> Path:
-    """``out`` if a directory can be made or written there (checked before anything runs)."""
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"--out {str(out)!r} is not a directory")
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(f"--out {str(out)!r}: {str(probe)!r} is not a writable directory")
-    return out
-
-
 def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | None = None,
             scheduler: str | None = None, out: str | Path | None = None,
             progress: bool = False, constant: str | None = None) -> SweepResult:
@@ -191,7 +191,9 @@ def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | No
     from ._page import check_manifest, write_manifest, write_outputs
 
     _check_constant(plan, constant)
-    directory = _writable(Path(out)) / plan.name if out is not None else None
+    from ..report import check_out_dir
+
+    directory = check_out_dir(out) / plan.name if out is not None else None
     if directory is not None:
         check_manifest(directory, plan)  # a different sweep under the same name: refuse
     with _executor(executor, workers, scheduler) as (ex, n), \
@@ -201,10 +203,12 @@ def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | No
             write_manifest(directory, plan)
         reused = sum(1 for c in plan.cells if c.key in store)
         with _progress_bar(len(plan.cells), reused, plan.claim.id, progress) as bar:
-            computed = _drive(plan, ex, max(2, 2 * n), store, bar)
-        rows = [Row.from_record({**store.records[c.key], "index": c.index, "cell": c.values})
+            computed, stopped = _drive(plan, ex, max(2, 2 * n), store, bar)
+        rows = [Row.from_record({**(stopped.get(c.key) or store.records[c.key]),
+                                 "index": c.index, "cell": c.values})
                 for c in plan.cells]
-        result = SweepResult(plan, rows, directory, computed, reused, store.repaired)
+        result = SweepResult(plan, rows, directory, computed, reused, store.repaired,
+                             stopped=len(stopped))
         if directory is not None:
             result.paths = write_outputs(directory, result, constant=constant)
     return result
