@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -517,9 +518,15 @@ class Setting:
 
 
 def parse_assignments(items: Sequence[str]) -> dict[str, str]:
-    """Parse ``["D=4", "lambdas=0.4,0.3"]`` into a dict; malformed items are errors."""
+    """Parse ``["D=4", "lambdas=0.4,0.3"]`` (or one ``"D=4"``) into a dict; malformed items
+    are errors."""
+    if isinstance(items, str):
+        items = [items]
     out: dict[str, str] = {}
     for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"parse_assignments: expected 'KEY=VALUE' strings, got "
+                            f"{type(item).__name__}")
         if "=" not in item:
             raise BadInput(f"malformed assignment {item[:60]!r}: expected KEY=VALUE")
         key, value = item.split("=", 1)
@@ -536,6 +543,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML settings file (at most :data:`CONFIG_MAX_BYTES`).  A top-level table of
     keys, each value wrapped in :class:`TomlValue` (so that ``n = "4"`` is refused where an
     integer is expected); errors name the file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_toml: the path must be a string or a path, got {type(path).__name__}")
     p = Path(path)
     try:
         with open(p, "rb") as fh:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
@@ -234,6 +235,19 @@ def run_sweep(claim: str | Claim, grid: Mapping[str, Sequence[Any]], *,
 
     The grid is validated whole before anything runs (:class:`~icltheory.core.BadInput`).
     Returns a :class:`SweepResult` (the rows, one per run, in grid order)."""
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"run_sweep: grid must map keys to lists of values ({{'N': [8, 16]}}), "
+                        f"got {type(grid).__name__}")
+    for key, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise TypeError(f"run_sweep: grid[{key!r}] must be a list of values, got "
+                            f"{type(values).__name__}")
+    if seeds is not None and not isinstance(seeds, (str, Sequence)):
+        raise TypeError(f"run_sweep: seeds must be '0..9', a list of integers or None, got "
+                        f"{type(seeds).__name__}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"run_sweep: out must be a folder (a string or a path) or None, got "
+                        f"{type(out).__name__}")
     plan = plan_sweep(claim, grid, seeds=seeds, base=base, profile=profile,
                       max_cells=max_cells)
     return execute(plan, executor=executor, workers=workers, scheduler=scheduler, out=out,
