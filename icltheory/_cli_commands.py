@@ -76,7 +76,8 @@ def progress_bar(label: str, quiet: bool) -> tuple[Progress | None, Callable[[],
                        bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} "
                                   "{postfix}")
             threading.Thread(target=tick, daemon=True).start()
-        bar.n = int(1000 * min(max(fraction, 0.0), 1.0))
+        # monotone: a claim's phases report their own fractions, never move the bar back
+        bar.n = max(bar.n, int(1000 * min(max(fraction, 0.0), 1.0)))
         bar.set_postfix_str(what[:40], refresh=True)
 
     def close() -> None:
@@ -203,6 +204,22 @@ def _print_verdict(v: Verdict) -> None:
         print(f"    reason: {r}")
 
 
+def _summary_line(v: Verdict) -> str:
+    """One line: the verdict, the claim, the checks passed, and what decided it."""
+    ok = sum(c.passed is True for c in v.checks)
+    why = ""
+    if v.verdict == "fails":
+        failed = [c for c in v.checks if c.passed is False]
+        c = failed[0]
+        why = f" — failed: {c.name} (predicted {_short(c.predicted)}, measured {_short(c.measured)})"
+        if len(failed) > 1:
+            why += f" and {len(failed) - 1} more"
+    elif v.verdict == "inconclusive" and v.reasons:
+        why = f" — {v.reasons[0]}"
+    line = f"{v.verdict.upper():<13} {v.claim}  {ok}/{len(v.checks)} checks passed{why}"
+    return line if len(line) <= 240 else line[:237] + "..."
+
+
 def _dry_run(claims: Sequence[Claim], settings: Sequence[Setting], as_json: bool) -> int:
     rows: list[dict[str, Any]] = []
     for c, s in zip(claims, settings):
@@ -256,6 +273,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
             close()
     if args.json:
         print(dumps([v.as_dict() for v in verdicts]))
+    elif args.summary:
+        for v in verdicts:
+            print(_summary_line(v))
     else:
         for v in verdicts:
             _print_verdict(v)
@@ -275,6 +295,7 @@ def _cmd_constants(args: argparse.Namespace) -> int:
                                       "informational": p.informational}
                                   for k, p in preds.items()}}))
         return EXIT_OK
+    print(f"{claim.id} at {fmt(setting.as_dict())}")
     width = max((len(k) for k in consts), default=0)
     for k, v in consts.items():
         p = preds.get(k)

@@ -140,7 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     _setting_args(q)
     q.add_argument("--predict", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="replace a predicted constant by your own value (a wrong one fails)")
-    q.add_argument("--json", action="store_true", help="one JSON object per claim")
+    out = q.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per claim")
+    out.add_argument("--summary", action="store_true",
+                     help="one line per claim: verdict, checks passed, what decided it")
     q.add_argument("--dry-run", action="store_true",
                    help="validate the setting and print what would run (resolved setting, "
                         "estimated work) without running it")

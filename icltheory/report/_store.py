@@ -278,9 +278,9 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
         files[TIMING_JSON] = (json.dumps({"runtime_s": dict(sorted(timing.items()))}, indent=2,
                                          ensure_ascii=False) + "\n").encode("utf-8")
         files[TIMING_MD] = render_timing(timing, records).encode("utf-8")
-        files[INDEX] = render_index(records, known).encode("utf-8")
+        files[INDEX] = render_index(records, known, out).encode("utf-8")
         if html or (out / INDEX_HTML).is_file():
-            files[INDEX_HTML] = render_index_html(records, known).encode("utf-8")
+            files[INDEX_HTML] = render_index_html(records, known, out).encode("utf-8")
         staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:

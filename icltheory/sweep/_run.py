@@ -109,7 +109,7 @@ def _record(plan: Plan, cell: Cell, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _progress_bar(total: int, done: int, label: str, enabled: bool):
-    if not enabled:
+    if not enabled or not sys.stderr.isatty():  # no bar in logs and pipes
         return contextlib.nullcontext(None)
     from tqdm import tqdm
 
