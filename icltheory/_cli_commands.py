@@ -373,10 +373,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return sweep_cli.run(args)
 
 
+def _cmd_refute(args: argparse.Namespace) -> int:
+    from .explore import _cli as explore_cli
+
+    return explore_cli.run_refute(args)
+
+
+def _cmd_boundary(args: argparse.Namespace) -> int:
+    from .explore import _cli as explore_cli
+
+    return explore_cli.run_boundary(args)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": _cmd_list, "describe": _cmd_describe, "check": _cmd_check,
     "constants": _cmd_constants, "derive": _cmd_derive, "report": _cmd_report,
-    "sweep": _cmd_sweep,
+    "sweep": _cmd_sweep, "refute": _cmd_refute, "boundary": _cmd_boundary,
 }
 
 assert EXIT_BAD_INPUT == 2  # documented in icltheory._cli

@@ -174,9 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "cores; -j 1 runs them one after the other; outputs are identical)")
     time_limit_arg(q)
 
+    from .explore import _cli as explore_cli
     from .sweep import _cli as sweep_cli
 
     sweep_cli.add_parser(sub)
+    explore_cli.add_parsers(sub, _common)
     return p
 
 

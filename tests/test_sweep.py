@@ -44,29 +44,6 @@ needs_dask = pytest.mark.skipif(not _has_dask(), reason="Dask distributed is not
                                 "(pip install 'icltheory[dask]')")
 
 
-@pytest.fixture
-def example(monkeypatch):
-    """The example claim package, registered under the entry-point group for this test."""
-    from importlib import metadata
-
-    from icltheory.core import _registry
-
-    monkeypatch.syspath_prepend(str(EXAMPLES))
-    ep = metadata.EntryPoint("example", "icl_example_claims:CLAIMS", _registry.GROUP)
-    real = metadata.entry_points
-
-    def eps(**kw):
-        found = list(real(**kw))
-        if kw.get("group") == _registry.GROUP and not any(e.value == ep.value for e in found):
-            found.append(ep)
-        return found
-
-    monkeypatch.setattr(metadata, "entry_points", eps)
-    _registry._load.cache_clear()
-    yield _registry.get_claim(CLAIM)
-    _registry._load.cache_clear()
-
-
 def _same_numbers(result: dict) -> dict:
     """A verdict record without its wall-clock time (everything else must match bit for bit)."""
     return {k: v for k, v in result.items() if k != "runtime_s"}

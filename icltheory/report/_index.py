@@ -17,7 +17,7 @@ from ._markdown import BADGE, _cell, fmt
 from ._render import html_name, markdown_name
 
 __all__ = ["render_index", "render_index_html", "render_timing", "sweeps_section",
-           "SWEEPS_HEADING"]
+           "explorations_section", "SWEEPS_HEADING"]
 
 SWEEPS_HEADING = "## Sweeps"
 
@@ -59,8 +59,9 @@ def render_index(records: Mapping[str, Mapping[str, Any]],
             verdict += " (claim no longer registered)"
         lines.append(f"| [`{_cell(cid)}`]({markdown_name(cid)}) | {_cell(title)} | {verdict} | "
                      f"{_cell(_setting_text(rec))} | {_cell(rec.get('profile', ''))} |")
-    sweeps = sweeps_section(out_dir) if out_dir is not None else ""
-    return "\n".join(lines) + "\n" + ("\n" + sweeps if sweeps else "")
+    extra = [sec for sec in (sweeps_section(out_dir), explorations_section(out_dir))
+             if sec] if out_dir is not None else []
+    return "\n".join(lines) + "\n" + "".join("\n" + sec for sec in extra)
 
 
 def sweeps_section(out_dir: str | Path) -> str:
@@ -92,6 +93,36 @@ def sweeps_section(out_dir: str | Path) -> str:
                       "the phase diagram, the table and the data).", "",
                       "| sweep | grid | runs | profile | verdicts |", "|---|---|---|---|---|",
                       *rows, ""])
+
+
+def explorations_section(out_dir: str | Path) -> str:
+    """The Markdown section listing the counterexamples (``refute-*.json``) and boundaries
+    (``boundary-*.json``) found under ``out_dir`` by ``icltheory refute`` / ``boundary``
+    ("" when there is none)."""
+    out = Path(out_dir)
+    rows = []
+    for path in sorted(out.glob("refute-*.json")):
+        try:
+            r = json.loads(path.read_text(encoding="utf-8"))
+            cx = ", ".join(f"{k}={fmt(v)}" for k, v in (r.get("counterexample") or {}).items())
+        except (OSError, ValueError, AttributeError):
+            continue
+        rows.append(f"| [`{_cell(str(r.get('claim')))}`]({path.stem}.md) | counterexample | "
+                    f"{_cell(cx or 'the defaults')} |")
+    for path in sorted(out.glob("boundary-*.json")):
+        try:
+            b = json.loads(path.read_text(encoding="utf-8"))
+            ch = "; ".join(f"{c['from_verdict']} → {c['to_verdict']} between {fmt(c['from'])} "
+                           f"and {fmt(c['to'])}" for c in b.get("changes", []))
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            continue
+        rows.append(f"| [`{_cell(str(b.get('claim')))}`]({path.stem}.png) | boundary along "
+                    f"`{_cell(str(b.get('key')))}` | {_cell(ch or 'no change found')} |")
+    if not rows:
+        return ""
+    return "\n".join(["## Explorations", "", "Counterexamples found by `icltheory refute` and "
+                      "boundaries found by `icltheory boundary` in this folder.", "",
+                      "| claim | what | result |", "|---|---|---|", *rows, ""])
 
 
 def render_index_html(records: Mapping[str, Mapping[str, Any]],

@@ -1,8 +1,9 @@
 """``icltheory sweep``: the command-line layer over :func:`icltheory.sweep.run_sweep`.
 
-Exit status as ``check``: 0 every run holds, 1 some run fails, 3 none fails but some are
-inconclusive, 2 bad input (one line on stderr, nothing written), 4 the executor lost a run
-(what had finished is in the store: rerun the command to go on).
+Exit status: 0 every cell ran (the verdicts are in the files; the counts are printed), 3 the
+time limit stopped some runs (rerun to compute them), 2 bad input (one line on stderr, nothing
+written), 4 the executor lost a run (what had finished is in the store: rerun the command to
+go on).
 """
 
 from __future__ import annotations
