@@ -22,6 +22,9 @@ Write a property test of a theorem at random settings::
   ``AssertionError`` naming the failing checks, predicted vs measured; with
   ``inconclusive="skip"`` an undecided draw is rejected instead (and most draws undecided is
   an error saying so).
+* :func:`check_contract` / :func:`contract_test` run the claim contract (declared keys and
+  constants, the defaults, every planted error, wrong predictions, reproduction) for any
+  package's claims, as a function or as a parametrised pytest test.
 * :func:`run_planted` runs one of a claim's planted errors (a monkeypatch of a function the
   claim relies on); :func:`planted_predictions` lists the wrong ``--predict`` values that must
   turn a claim to ``fails``.
@@ -34,11 +37,16 @@ import math
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
+from ._contract import ContractItem as ContractItem
+from ._contract import check_contract as check_contract
+from ._contract import contract_items as contract_items
+from ._contract import contract_test as contract_test
 from .core import (Claim, PlantedError, Setting, SettingError, Verdict, clear_caches, get_claim,
                    judge_claim, measure_claim, run_check)
 
 __all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
-           "planted_predictions", "raw_settings"]
+           "planted_predictions", "raw_settings", "check_contract", "contract_test",
+           "contract_items", "ContractItem"]
 
 
 def _claim(claim: str | Claim) -> Claim:

@@ -19,6 +19,7 @@ total is the union bound over its checks.  Recorders:
   the error is also reported in units of the tolerance (as ``scipy.integrate`` tests do).
 * :meth:`CheckContext.ztest` — a two-sided z-test of a Monte Carlo mean against a prediction
   at significance ``alpha`` (optionally Bonferroni-corrected over ``m_tests`` tests).
+* :meth:`CheckContext.exact` — measured == predicted exactly (counts, rationals, strings).
 * :meth:`CheckContext.condition` — a boolean property (e.g. "drop order equals …").
 * :meth:`CheckContext.bound` — a claimed upper bound judged by certificates: below a certified
   witness → fails; at or above a proved bound → holds; in between → undecided.
@@ -181,14 +182,21 @@ class CheckContext:
         """The predicted constants judged by the checks recorded so far."""
         return {k for c in self.checks for k in c.judges}
 
-    def _resolve(self, predicted: Any, key: str | None,
-                 judges: Iterable[str]) -> tuple[Any, tuple[str, ...]]:
+    def _resolve(self, predicted: Any, key: str | None, judges: Iterable[str],
+                 both: bool = False) -> tuple[Any, tuple[str, ...]]:
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"key= names a predicted constant (a string), got {key!r}")
+        if isinstance(judges, str):
+            raise TypeError(f"judges= is a tuple of predicted constants, got the string "
+                            f"{judges!r} (write judges=({judges!r},))")
         keys = tuple([key] if key is not None else []) + tuple(judges)
         for k in keys:
             if k not in self.predicted:
-                raise KeyError(f"check judges {k!r}, which is not a predicted constant")
-        if predicted is not _UNSET and key is not None:
-            raise TypeError("give predicted= or key=, not both")
+                raise KeyError(f"the check judges {k!r}, which is not a predicted constant of "
+                               f"this claim (its predictions: {', '.join(sorted(self.predicted))})")
+        if predicted is not _UNSET and key is not None and not both:
+            raise TypeError("give predicted= (a value computed from the predictions, with "
+                            "judges=) or key= (the predicted constant itself), not both")
         if predicted is _UNSET:
             if key is None:
                 raise TypeError("give predicted= or key=")
@@ -207,8 +215,10 @@ class CheckContext:
         detail: str = "", key: str | None = None, judges: Iterable[str] = (),
         false_fail: float = 0.0,
     ) -> Check:
-        """A boolean property; ``passed=None`` records an undecided check."""
-        predicted, keys = self._resolve(predicted, key, judges)
+        """A boolean property the claim decided itself (``passed``; ``None`` records an
+        undecided check).  ``key=`` names the predicted constant it judges, ``predicted=`` what
+        to show as the prediction (both may be given: the check is the claim's own)."""
+        predicted, keys = self._resolve(predicted, key, judges, both=True)
         return self.add(Check(name, _plain(predicted), _plain(measured), "exact", why,
                               None if passed is None else bool(passed), detail, keys,
                               float(false_fail)))
@@ -230,7 +240,8 @@ class CheckContext:
         predicted, keys = self._resolve(predicted, key, judges)
         if rtol < 0 or atol < 0 or (rtol == 0 and atol == 0) or not (
                 math.isfinite(rtol) and math.isfinite(atol)):
-            raise ValueError("close() needs a positive finite tolerance")
+            raise ValueError("close() needs a positive finite tolerance (rtol= or atol=); for "
+                             "an exact identity (integers, rationals, strings) use exact()")
         try:
             p = np.asarray(predicted, dtype=float)
             m = np.asarray(measured, dtype=float)
@@ -267,6 +278,17 @@ class CheckContext:
         detail = _close_detail(err, bound, units)
         return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail,
                               keys, float(false_fail)))
+
+    def exact(self, name: str, *, measured: Any, predicted: Any = _UNSET, key: str | None = None,
+              judges: Iterable[str] = (), why: str) -> Check:
+        """Pass iff ``measured`` equals the prediction exactly (numbers, strings, and lists of
+        them, element by element): for identities that hold exactly in the arithmetic used
+        (integer counts, exact rationals, SymPy results turned into strings)."""
+        predicted, keys = self._resolve(predicted, key, judges)
+        p, m = _plain(predicted), _plain(measured)
+        same = _exactly_equal(p, m)
+        detail = "equal" if same else f"differ: predicted {p!r}, measured {m!r}"[:300]
+        return self.add(Check(name, p, m, "exact", why, same, detail, keys, 0.0))
 
     def ztest(
         self,
@@ -376,6 +398,14 @@ class CheckContext:
                                     f"{certified_lower:.6g} and the proved bound "
                                     f"{proved_upper if proved_upper is None else f'{proved_upper:.6g}'}")
         return self.add(Check(name, K, certified_lower, tol, why, passed, detail, (key,), 0.0))
+
+
+def _exactly_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_exactly_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b) and type(a == b) is bool
 
 
 def _close_detail(err: np.ndarray, bound: np.ndarray, units: float) -> str:
