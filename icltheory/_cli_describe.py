@@ -74,6 +74,13 @@ def describe_data(claim: Claim) -> dict[str, Any]:
         data["predictions_declared"] = False
     else:
         data["predictions_declared"] = True
+    from .core._resolution import load_resolutions, resolution_text
+
+    measured = load_resolutions().get(claim.id, {})
+    for key, p in data["predictions"].items():
+        res = {prof: resolution_text(rec[key]) for prof, rec in measured.items() if key in rec}
+        if res:
+            p["resolution"] = res
     data["example"] = example_command(claim)
     return data
 
@@ -140,6 +147,8 @@ def describe_text(claim: Claim) -> str:
                 lines += _wrap(p["meaning"], "      ")
             if p.get("formula"):
                 lines += _wrap(f"formula: {p['formula']}", "      ")
+            for prof, text in (p.get("resolution") or {}).items():
+                lines += _wrap(f"resolution at {prof}: {text}", "      ")
         lines.append("")
     lines.append(f"Backends (the setting key 'backend' where there is one): "
                  f"{', '.join(d['backends'])}")
