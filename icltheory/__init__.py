@@ -46,6 +46,8 @@ _EXPORTS = {
     "register": "icltheory.core",
     "run_check": "icltheory.core",
     "write_reports": "icltheory.report",
+    "refute": "icltheory.explore",
+    "boundary": "icltheory.explore",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -75,6 +77,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .core import measure_claim as measure_claim
     from .core import register as register
     from .core import run_check as run_check
+    from .explore import boundary as boundary
+    from .explore import refute as refute
     from .report import write_reports as write_reports
 
 

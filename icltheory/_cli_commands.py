@@ -21,6 +21,7 @@ from .core import (
     resolve_claims,
     run_check,
 )
+from .core._setting import TomlValue
 from .core._verdict import apply_predictions
 from .report import dumps, fmt
 
@@ -32,7 +33,18 @@ Progress = Callable[[float, str], None]
 def run_command(argv: Sequence[str]) -> int:
     """Parse ``argv`` and run the command; bad input raises :class:`BadInput`."""
     args = parse_args(argv)
-    return _COMMANDS[args.cmd](args)
+    if getattr(args, "time_limit", None) is None:
+        return _COMMANDS[args.cmd](args)
+    from .core._deadline import TimeLimitReached, clear_time_limit, set_time_limit
+
+    set_time_limit(args.time_limit)
+    try:
+        return _COMMANDS[args.cmd](args)
+    except TimeLimitReached as exc:  # struck while the settings were being resolved
+        _say(f"icltheory: {exc}; nothing was run")
+        return EXIT_INCONCLUSIVE
+    finally:
+        clear_time_limit()
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -64,7 +76,8 @@ def progress_bar(label: str, quiet: bool) -> tuple[Progress | None, Callable[[],
                        bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} "
                                   "{postfix}")
             threading.Thread(target=tick, daemon=True).start()
-        bar.n = int(1000 * min(max(fraction, 0.0), 1.0))
+        # monotone: a claim's phases report their own fractions, never move the bar back
+        bar.n = max(bar.n, int(1000 * min(max(fraction, 0.0), 1.0)))
         bar.set_postfix_str(what[:40], refresh=True)
 
     def close() -> None:
@@ -77,15 +90,29 @@ def progress_bar(label: str, quiet: bool) -> tuple[Progress | None, Callable[[],
 
 def _settings_for(claims: Sequence[Claim], args: argparse.Namespace) -> list[Setting]:
     """Each claim's setting from --config, then --set, --seed, --profile (a key must fit some
-    named claim; each claim takes the keys it has)."""
+    named claim; each claim takes the keys it has).  Resolving them may derive theory: the
+    time limit applies."""
+    from .core._deadline import hard_stop
+
+    with hard_stop():
+        return _resolve_settings(claims, args)
+
+
+def _resolve_settings(claims: Sequence[Claim], args: argparse.Namespace) -> list[Setting]:
     raw: dict[str, Any] = {}
     if getattr(args, "config", None):
         raw.update(load_toml(args.config))
     raw.update(parse_assignments(getattr(args, "set", None) or []))
-    if getattr(args, "seed", None) is not None:
-        raw["seed"] = args.seed
-    if getattr(args, "profile", None) is not None:
-        raw["profile"] = args.profile
+    for flag in ("seed", "profile"):
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if flag in raw:
+            given = raw[flag].value if isinstance(raw[flag], TomlValue) else raw[flag]
+            if str(given).strip() != str(value):
+                raise BadInput(f"{flag} given twice: --{flag} {value} and "
+                               f"{flag}={str(given).strip()[:40]} (in --set or --config)")
+        raw[flag] = value
 
     def fits(c: Claim, key: str) -> bool:
         return key in c.setting_type.keys() or key in c.setting_type.aliases
@@ -177,6 +204,22 @@ def _print_verdict(v: Verdict) -> None:
         print(f"    reason: {r}")
 
 
+def _summary_line(v: Verdict) -> str:
+    """One line: the verdict, the claim, the checks passed, and what decided it."""
+    ok = sum(c.passed is True for c in v.checks)
+    why = ""
+    if v.verdict == "fails":
+        failed = [c for c in v.checks if c.passed is False]
+        c = failed[0]
+        why = f" — failed: {c.name} (predicted {_short(c.predicted)}, measured {_short(c.measured)})"
+        if len(failed) > 1:
+            why += f" and {len(failed) - 1} more"
+    elif v.verdict == "inconclusive" and v.reasons:
+        why = f" — {v.reasons[0]}"
+    line = f"{v.verdict.upper():<13} {v.claim}  {ok}/{len(v.checks)} checks passed{why}"
+    return line if len(line) <= 240 else line[:237] + "..."
+
+
 def _dry_run(claims: Sequence[Claim], settings: Sequence[Setting], as_json: bool) -> int:
     rows: list[dict[str, Any]] = []
     for c, s in zip(claims, settings):
@@ -230,6 +273,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
             close()
     if args.json:
         print(dumps([v.as_dict() for v in verdicts]))
+    elif args.summary:
+        for v in verdicts:
+            print(_summary_line(v))
     else:
         for v in verdicts:
             _print_verdict(v)
@@ -249,6 +295,7 @@ def _cmd_constants(args: argparse.Namespace) -> int:
                                       "informational": p.informational}
                                   for k, p in preds.items()}}))
         return EXIT_OK
+    print(f"{claim.id} at {fmt(setting.as_dict())}")
     width = max((len(k) for k in consts), default=0)
     for k, v in consts.items():
         p = preds.get(k)
@@ -326,10 +373,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return sweep_cli.run(args)
 
 
+def _cmd_refute(args: argparse.Namespace) -> int:
+    from .explore import _cli as explore_cli
+
+    return explore_cli.run_refute(args)
+
+
+def _cmd_boundary(args: argparse.Namespace) -> int:
+    from .explore import _cli as explore_cli
+
+    return explore_cli.run_boundary(args)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": _cmd_list, "describe": _cmd_describe, "check": _cmd_check,
     "constants": _cmd_constants, "derive": _cmd_derive, "report": _cmd_report,
-    "sweep": _cmd_sweep,
+    "sweep": _cmd_sweep, "refute": _cmd_refute, "boundary": _cmd_boundary,
 }
 
 assert EXIT_BAD_INPUT == 2  # documented in icltheory._cli

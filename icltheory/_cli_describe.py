@@ -74,8 +74,24 @@ def describe_data(claim: Claim) -> dict[str, Any]:
         data["predictions_declared"] = False
     else:
         data["predictions_declared"] = True
+    from .core._resolution import load_resolutions, resolution_text
+
+    measured = load_resolutions().get(claim.id, {})
+    for key, p in data["predictions"].items():
+        res = {prof: resolution_text(rec[key]) for prof, rec in measured.items() if key in rec}
+        if res:
+            p["resolution"] = res
     data["example"] = example_command(claim)
     return data
+
+
+def _sample_text(row: dict[str, Any]) -> str:
+    sample = row["sample"]
+    if row["kind"] in ("choice", "text"):
+        return "one of " + ", ".join(str(x) for x in sample)
+    scale = " (log-uniform)" if len(sample) > 2 and sample[2] == "log" else ""
+    what = " each" if row["kind"] == "floats" else ""
+    return f"{fmt(sample[0])} to {fmt(sample[1])}{what}{scale}"
 
 
 def _wrap(text: str, indent: str, width: int = 92) -> list[str]:
@@ -112,6 +128,13 @@ def describe_text(claim: Claim) -> str:
         lines.append(f"      default: {_default_text(row)}")
         if row.get("length"):
             lines.append(f"      length: as many values as {row['length']}")
+        if row.get("sample") and row["key"] != "seed":
+            lines.append(f"      random settings draw: {_sample_text(row)}")
+    lines += _wrap("Random settings (icltheory.testing.settings, the contract's random draws) "
+                   "draw the keys marked 'random settings draw'; the others keep their "
+                   "defaults unless fixed by keyword"
+                   + ("; settings the claim calls undecidable by construction are skipped"
+                      if type(claim).undecidable is not Claim.undecidable else "") + ".", "")
     lines.append("")
     if d["predictions"]:
         declared = d["predictions_declared"]
@@ -124,6 +147,8 @@ def describe_text(claim: Claim) -> str:
                 lines += _wrap(p["meaning"], "      ")
             if p.get("formula"):
                 lines += _wrap(f"formula: {p['formula']}", "      ")
+            for prof, text in (p.get("resolution") or {}).items():
+                lines += _wrap(f"resolution at {prof}: {text}", "      ")
         lines.append("")
     lines.append(f"Backends (the setting key 'backend' where there is one): "
                  f"{', '.join(d['backends'])}")

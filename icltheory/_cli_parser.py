@@ -84,6 +84,21 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="no progress bar or progress lines on stderr")
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds (ASCII decimal)."""
+    t = text.strip()
+    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{0,6})?|\.[0-9]{1,6}", t) or float(t) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text[:20]!r}")
+    return float(t)
+
+
+def time_limit_arg(p: argparse.ArgumentParser) -> None:
+    """The ``--time-limit SECONDS`` option (check, report, sweep)."""
+    p.add_argument("--time-limit", type=_seconds, default=None, metavar="SECONDS",
+                   help="stop after this many seconds of wall time: claims not finished by "
+                        "then are inconclusive, naming the limit")
+
+
 def _setting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="override a setting key (lists as comma-separated numbers); "
@@ -125,10 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     _setting_args(q)
     q.add_argument("--predict", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="replace a predicted constant by your own value (a wrong one fails)")
-    q.add_argument("--json", action="store_true", help="one JSON object per claim")
+    out = q.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per claim")
+    out.add_argument("--summary", action="store_true",
+                     help="one line per claim: verdict, checks passed, what decided it")
     q.add_argument("--dry-run", action="store_true",
                    help="validate the setting and print what would run (resolved setting, "
                         "estimated work) without running it")
+    time_limit_arg(q)
 
     q = command("constants", "print a claim's predicted constants with their meanings")
     q.add_argument("claim", metavar="CLAIM")
@@ -153,10 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("-j", "--jobs", type=_ascii_int(1, 1024), default=None, metavar="N",
                    help="run N claims at a time in worker processes (default: the machine's "
                         "cores; -j 1 runs them one after the other; outputs are identical)")
+    time_limit_arg(q)
 
+    from .explore import _cli as explore_cli
     from .sweep import _cli as sweep_cli
 
     sweep_cli.add_parser(sub)
+    explore_cli.add_parsers(sub, _common)
     return p
 
 

@@ -14,10 +14,17 @@ Write a property test of a theorem at random settings::
 * :func:`settings` draws valid settings: every key declared with ``sample=`` in the claim's
   setting is drawn from that range (lists get the length of the key named by ``length=``);
   other keys keep their defaults unless fixed by keyword; a draw that the setting's own
-  validation rejects is discarded (``hypothesis.assume``), so cross-field constraints hold.
+  validation rejects is discarded (``hypothesis.assume``), so cross-field constraints hold;
+  so is a setting the claim calls undecidable by construction (``Claim.undecidable``).
+  ``icltheory describe CLAIM`` lists the drawn keys and their ranges.
 * :func:`check` runs a claim (profile ``quick`` by default) and returns the
   :class:`~icltheory.core.Verdict`; :func:`assert_holds` / :func:`assert_fails` raise an
-  ``AssertionError`` naming the failing checks, predicted vs measured.
+  ``AssertionError`` naming the failing checks, predicted vs measured; with
+  ``inconclusive="skip"`` an undecided draw is rejected instead (and most draws undecided is
+  an error saying so).
+* :func:`check_contract` / :func:`contract_test` run the claim contract (declared keys and
+  constants, the defaults, every planted error, wrong predictions, reproduction) for any
+  package's claims, as a function or as a parametrised pytest test.
 * :func:`run_planted` runs one of a claim's planted errors (a monkeypatch of a function the
   claim relies on); :func:`planted_predictions` lists the wrong ``--predict`` values that must
   turn a claim to ``fails``.
@@ -28,17 +35,27 @@ from __future__ import annotations
 import importlib
 import math
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
+from ._contract import ContractItem as ContractItem
+from ._contract import check_contract as check_contract
+from ._contract import contract_items as contract_items
+from ._contract import contract_test as contract_test
 from .core import (Claim, PlantedError, Setting, SettingError, Verdict, clear_caches, get_claim,
                    judge_claim, measure_claim, run_check)
 
 __all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
-           "planted_predictions", "raw_settings"]
+           "planted_predictions", "raw_settings", "check_contract", "contract_test",
+           "contract_items", "ContractItem"]
 
 
 def _claim(claim: str | Claim) -> Claim:
-    return get_claim(claim) if isinstance(claim, str) else claim
+    if isinstance(claim, str):
+        return get_claim(claim)
+    if not isinstance(claim, Claim):
+        raise TypeError(f"the claim must be a Claim or a claim id such as "
+                        f"'linattn.merged.sigmoid', got {type(claim).__name__}")
+    return claim
 
 
 def _number_strategy(st, kind: str, sample: tuple):
@@ -114,9 +131,11 @@ def settings(claim: str | Claim, *, profile: str = "quick", **fixed: Any):
 
     def build(raw):
         try:
-            return c.setting({**raw, "profile": profile, **fixed})
+            s = c.setting({**raw, "profile": profile, **fixed})
         except SettingError:
             assume(False)
+        assume(c.undecidable(s) is None)  # undecidable by construction: not a useful draw
+        return s
 
     return raw_settings(c, **fixed).map(build)
 
@@ -125,6 +144,9 @@ def check(claim: str | Claim, setting: Setting | dict | None = None, *, profile:
           predict: dict | None = None) -> Verdict:
     """Check ``claim`` at ``setting`` (a Setting, a dict of keys, or the defaults)."""
     c = _claim(claim)
+    if setting is not None and not isinstance(setting, (Setting, Mapping)):
+        raise TypeError(f"check: the setting must be a Setting or a mapping of its keys, got "
+                        f"{type(setting).__name__}")
     if not isinstance(setting, Setting):
         setting = c.setting({"profile": profile, **(setting or {})})
     elif setting.profile != profile and "profile" not in setting.given():
@@ -136,17 +158,55 @@ def _explain(v: Verdict) -> str:
     return f"{v.claim} at {v.setting}:\n{v.summary()}"
 
 
-def assert_holds(claim: str | Claim | Verdict, setting: Setting | dict | None = None, **kw) -> Verdict:
-    """Check and assert ``holds`` (an ``AssertionError`` lists what failed or was undecided)."""
+#: per claim: (undecided, drawn) over the calls with ``inconclusive="skip"`` in this process
+_UNDECIDED: dict[str, list[int]] = {}
+#: with ``inconclusive="skip"``: after this many draws, more than :data:`UNDECIDED_SHARE` of
+#: them undecided is an error (the property is hardly being tested)
+UNDECIDED_MIN_DRAWS = 20
+UNDECIDED_SHARE = 0.8
+
+
+def _verdict_of(claim: Any, setting: Any, inconclusive: str, kw: dict) -> Verdict:
+    if inconclusive not in ("fail", "skip"):
+        raise ValueError(f"inconclusive must be 'fail' or 'skip', got {inconclusive!r}")
     v = claim if isinstance(claim, Verdict) else check(claim, setting, **kw)
+    if inconclusive == "skip":
+        seen = _UNDECIDED.setdefault(v.claim, [0, 0])
+        seen[1] += 1
+        if v.verdict == "inconclusive":
+            seen[0] += 1
+            if seen[1] >= UNDECIDED_MIN_DRAWS and seen[0] > UNDECIDED_SHARE * seen[1]:
+                raise AssertionError(
+                    f"{v.claim}: {seen[0]} of {seen[1]} drawn settings were inconclusive (last: "
+                    f"{'; '.join(v.reasons)[:300]}), so the property is hardly tested: fix the "
+                    "keys that make it undecidable with settings(claim, KEY=value), or narrow "
+                    "their ranges")
+            from hypothesis import reject
+            from hypothesis.control import currently_in_test_context, note
+
+            if currently_in_test_context():
+                note(f"undecided at {v.setting}: {'; '.join(v.reasons)[:300]}")
+            reject()
+    return v
+
+
+def assert_holds(claim: str | Claim | Verdict, setting: Setting | dict | None = None, *,
+                 inconclusive: str = "fail", **kw) -> Verdict:
+    """Check and assert ``holds`` (an ``AssertionError`` lists what failed or was undecided).
+
+    ``inconclusive="skip"``: an undecided draw is rejected (Hypothesis ``reject``) instead of
+    failing the test; when most draws of a claim are undecided, an ``AssertionError`` says so
+    (see :data:`UNDECIDED_SHARE`)."""
+    v = _verdict_of(claim, setting, inconclusive, kw)
     if v.verdict != "holds":
         raise AssertionError(_explain(v))
     return v
 
 
-def assert_fails(claim: str | Claim | Verdict, setting: Setting | dict | None = None, **kw) -> Verdict:
-    """Check and assert ``fails``."""
-    v = claim if isinstance(claim, Verdict) else check(claim, setting, **kw)
+def assert_fails(claim: str | Claim | Verdict, setting: Setting | dict | None = None, *,
+                 inconclusive: str = "fail", **kw) -> Verdict:
+    """Check and assert ``fails`` (``inconclusive="skip"`` as for :func:`assert_holds`)."""
+    v = _verdict_of(claim, setting, inconclusive, kw)
     if v.verdict != "fails":
         raise AssertionError(f"expected fails, got {v.verdict}: " + _explain(v))
     return v
@@ -157,6 +217,10 @@ def planted(error: PlantedError) -> Iterator[None]:
     """Install a planted error for the duration of the block (memoised values cleared on entry
     and exit, so nothing computed with the error outlives it)."""
     import inspect
+
+    if not isinstance(error, PlantedError):
+        raise TypeError(f"planted: expected a PlantedError (one of claim.planted_errors), got "
+                        f"{type(error).__name__}")
 
     import sys
 
@@ -231,6 +295,8 @@ def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool =
 def planted_predictions(claim: str | Claim, setting: Setting) -> list[tuple[str, Any]]:
     """(key, wrong value) pairs for every judged predicted constant of ``claim``."""
     c = _claim(claim)
+    if isinstance(setting, Mapping):
+        setting = c.setting(setting)
     consts = c.constants(setting)
     out = []
     for key, pred in getattr(c, "predictions", {}).items():

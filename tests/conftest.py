@@ -9,6 +9,7 @@ many examples.  Tests marked ``@pytest.mark.thorough`` (heavy checks) run only u
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 # BLAS on one thread, as the command line runs it (icltheory._cli._one_blas_thread): set before
 # NumPy is imported by any test module
@@ -41,3 +42,31 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "thorough" in item.keywords:
             item.add_marker(skip)
+
+
+#: the third-party example claim package (examples/thirdparty)
+EXAMPLE_CLAIMS = Path(__file__).resolve().parent.parent / "examples" / "thirdparty"
+
+
+@pytest.fixture
+def example(monkeypatch):
+    """The example claim package (``example.onestep.loss``), registered under the
+    entry-point group for this test."""
+    from importlib import metadata
+
+    from icltheory.core import _registry
+
+    monkeypatch.syspath_prepend(str(EXAMPLE_CLAIMS))
+    ep = metadata.EntryPoint("example", "icl_example_claims:CLAIMS", _registry.GROUP)
+    real = metadata.entry_points
+
+    def eps(**kw):
+        found = list(real(**kw))
+        if kw.get("group") == _registry.GROUP and not any(e.value == ep.value for e in found):
+            found.append(ep)
+        return found
+
+    monkeypatch.setattr(metadata, "entry_points", eps)
+    _registry._load.cache_clear()
+    yield _registry.get_claim("example.onestep.loss")
+    _registry._load.cache_clear()

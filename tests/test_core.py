@@ -220,9 +220,17 @@ def test_runner_boundaries():
     ok = _mk(lambda s, r: {"a": 1.0}, judge)
     assert run_check(ok, ok.setting()).verdict == "holds"
     assert run_check(ok, ok.setting(), predict={"a": "2"}).verdict == "fails"
-    # the theory raising: inconclusive (numerical) or internal error, never an exception
-    v = run_check(_mk(lambda s, r: {"a": 1.0}, judge, constants=lambda s: {"a": 1 / 0}), _T())
+    # the theory raising: inconclusive (numerical trouble: float overflow and numpy's
+    # invalid operations) or an internal error (a Python division by zero is a programming
+    # error), never an exception
+    v = run_check(_mk(lambda s, r: {"a": 1.0}, judge, constants=lambda s: {"a": 1e308 * 10 ** 309}),
+                  _T())
     assert v.verdict == "inconclusive" and "numerical trouble" in v.reasons[0]
+    v = run_check(_mk(lambda s, r: {"a": 1.0}, judge,
+                      constants=lambda s: {"a": float(np.log(np.float64(0.0)))}), _T())
+    assert v.verdict == "inconclusive" and "numerical trouble" in v.reasons[0]
+    v = run_check(_mk(lambda s, r: {"a": 1.0}, judge, constants=lambda s: {"a": 1 / 0}), _T())
+    assert v.verdict == "inconclusive" and v.internal_error and "ZeroDivisionError" in v.reasons[0]
     v = run_check(_mk(lambda s, r: {"a": 1.0}, judge, constants=lambda s: {"a": [].pop()}), _T())
     assert v.verdict == "inconclusive" and v.internal_error
     # a measurement that says it cannot decide is not judged (no fails from partial data)

@@ -32,8 +32,9 @@ MAX_LITERAL_EXP = 400
 #: no intermediate value may exceed e^this in magnitude (1e6: far beyond any useful constant)
 MAX_LOG_MAGNITUDE = 1e6
 
+#: ASCII only: ``\d`` would also read other scripts' digits (``٣١`` as 31)
 _TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)"
-                    r"|(?P<op>\*\*|[-+*/^(),]))")
+                    r"|(?P<op>\*\*|[-+*/^(),]))", re.ASCII)
 _FUNCS = ("exp", "log", "sqrt")
 _CONSTS = ("pi", "E")
 

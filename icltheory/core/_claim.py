@@ -52,7 +52,8 @@ import numpy as np
 from ._derivation import Derivation
 from ._errors import BadInput, NumericalTrouble
 from ._setting import PROFILES, Setting
-from ._verdict import Check, CheckContext, Verdict, apply_predictions
+from ._deadline import MARK, TimeLimitReached, hard_stop, time_limit_reason
+from ._verdict import Check, CheckContext, Verdict, apply_predictions, typed_precision
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
@@ -204,6 +205,50 @@ class OverBudget(RuntimeError):
 # ----------------------------------------------------------------------------- measurements
 
 
+def _setting_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn(self, setting, ...)`` refusing a setting of the wrong type with a ``TypeError``
+    that names the argument (instead of an ``AttributeError`` deep inside the claim)."""
+    import functools
+
+    @functools.wraps(fn)
+    def checked(self: Any, setting: Any, *args: Any, **kw: Any) -> Any:
+        expected = type(self).setting_type
+        if not isinstance(setting, expected):
+            raise TypeError(f"{self.id}.{name}: the setting must be a {expected.__name__} "
+                            f"(claim.setting({{...}})), got {type(setting).__name__}")
+        return fn(self, setting, *args, **kw)
+
+    checked._takes_setting = True  # type: ignore[attr-defined]
+    return checked
+
+
+def _claim_and_setting(claim: Any, setting: Any, where: str) -> tuple["Claim", Setting]:
+    """A claim (or its id) and its setting (or a mapping of its keys), checked."""
+    if isinstance(claim, str):
+        from ._registry import get_claim
+
+        claim = get_claim(claim)
+    if not isinstance(claim, Claim):
+        raise TypeError(f"{where}: the claim must be a Claim or a claim id, got "
+                        f"{type(claim).__name__}")
+    if setting is None or isinstance(setting, Mapping):
+        setting = claim.setting(setting)
+    if not isinstance(setting, claim.setting_type):
+        raise TypeError(f"{where}: the setting must be a {claim.setting_type.__name__} "
+                        f"(claim.setting({{...}})) or a mapping of its keys, got "
+                        f"{type(setting).__name__}")
+    return claim, setting
+
+
+def _checked_options(where: str, predict: Any, progress: Any) -> None:
+    if predict is not None and not isinstance(predict, Mapping):
+        raise TypeError(f"{where}: predict must map predicted constants to values "
+                        f"({{'loss_final': 0.31}}), got {type(predict).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"{where}: progress must be a function (fraction, what), got "
+                        f"{type(progress).__name__}")
+
+
 class Run:
     """What a claim's ``measure`` receives: random streams, progress, the watchdog, and a
     place for reasons the measurement could not decide."""
@@ -228,6 +273,9 @@ class Run:
         """Report progress (``fraction`` ∈ [0, 1]) and enforce the wall-clock watchdog."""
         if self._progress is not None and fraction is not None:
             self._progress(float(fraction), what)
+        limit = time_limit_reason(f"during {what}" if what else "")
+        if limit is not None:
+            raise OverBudget(limit)
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise OverBudget(f"the {self.profile} profile's wall-clock safety limit "
                              f"({BUDGETS[self.profile][2]:g} s, machine-dependent) was reached"
@@ -318,6 +366,10 @@ class Claim(abc.ABC):
                             f"measurement-side error (has {sorted(sides) or 'none'})")
         if cls.check is not Claim.check:
             raise TypeError(f"claim {cls.id}: implement measure and judge, not check")
+        for name in ("constants", "derive", "estimate", "measure", "judge"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_takes_setting", False):
+                setattr(cls, name, _setting_checked(fn, name))
 
     @classmethod
     def is_legacy(cls) -> bool:
@@ -328,6 +380,9 @@ class Claim(abc.ABC):
     def setting(self, raw: Mapping[str, Any] | None = None) -> Setting:
         """This claim's setting from user values (strings or native); missing keys take their
         defaults, unknown keys and bad values are :class:`~icltheory.core.SettingError`."""
+        if raw is not None and not isinstance(raw, Mapping):
+            raise TypeError(f"{self.id}.setting: expected a mapping of setting keys such as "
+                            f"{{'N': 12}}, got {type(raw).__name__}")
         return self.setting_type.parse(raw or {})
 
     @abc.abstractmethod
@@ -336,6 +391,12 @@ class Claim(abc.ABC):
 
     def derive(self, setting: Setting) -> Derivation | None:
         """The symbolic derivation (``None`` when the claim has none)."""
+        return None
+
+    def undecidable(self, setting: Setting) -> str | None:
+        """Why a check at ``setting`` cannot decide by construction (the statement says
+        nothing there, e.g. a ratio of two equal scales), or ``None``.  Cheap (no theory, no
+        run): :func:`icltheory.testing.settings` draws no such setting."""
         return None
 
     def estimate(self, setting: Setting) -> Cost | None:
@@ -401,8 +462,8 @@ def versions() -> dict[str, str]:
     return out
 
 
-_NUMERIC_ERRORS = (NumericalTrouble, FloatingPointError, OverflowError, ZeroDivisionError,
-                   np.linalg.LinAlgError, MemoryError, RecursionError)
+_NUMERIC_ERRORS = (NumericalTrouble, FloatingPointError, OverflowError,
+                   np.linalg.LinAlgError, MemoryError)
 _PLAIN = (int, float, str, bool, type(None))
 
 
@@ -430,7 +491,7 @@ class _Boundary:
         if not isinstance(exc, Exception):
             return False
         if isinstance(exc, OverBudget):
-            self.reasons.append(f"not finished: {exc}")
+            self.reasons.append(str(exc) if str(exc).startswith(MARK) else f"not finished: {exc}")
         elif isinstance(exc, _NUMERIC_ERRORS):
             self.reasons.append(f"numerical trouble in {self.where}: {_describe_exc(exc)}")
         else:
@@ -466,14 +527,17 @@ def _over_budget(claim: Claim, setting: Setting) -> str | None:
     return None
 
 
-def measure_claim(claim: Claim, setting: Setting, *,
+def measure_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None, *,
                   progress: ProgressFn | None = None) -> Measurement:
     """Run the claim's experiment (no predictions involved) behind the error boundary."""
+    claim, setting = _claim_and_setting(claim, setting, "measure_claim")
+    _checked_options("measure_claim", None, progress)
     t0 = time.perf_counter()
     b = _Boundary("the experiment")
-    budget = None
-    with b:
-        budget = _over_budget(claim, setting)
+    budget = time_limit_reason("before the experiment started")
+    if budget is None:
+        with b:
+            budget = _over_budget(claim, setting)
     if budget is not None or b.reasons:
         return Measurement({}, [budget] if budget else b.reasons, b.notes,
                            time.perf_counter() - t0, b.internal)
@@ -506,13 +570,18 @@ def _check_constants(claim: Claim, constants: Mapping[str, Any]) -> None:
 def _theory_constants(claim: Claim, setting: Setting) -> tuple[dict | None, _Boundary]:
     b = _Boundary("the theory")
     constants = None
+    limit = time_limit_reason("before the claim started")
+    if limit is not None:
+        b.reasons.append(limit)
+        return None, b
     with np.errstate(over="raise", invalid="raise", divide="raise"), b:
         constants = claim.constants(setting)
         _check_constants(claim, constants)
     return (constants if not b.reasons else None), b
 
 
-def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
+def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
+                measurement: Measurement, *,
                 predict: Mapping[str, Any] | None = None, progress: ProgressFn | None = None,
                 constants: dict[str, Any] | None = None) -> Verdict:
     """Judge a measurement against the claim's (or the user's) predictions.
@@ -520,14 +589,22 @@ def judge_claim(claim: Claim, setting: Setting, measurement: Measurement, *,
     A measurement that could not decide (``run.inconclusive``) is not judged; a ``fails``
     whose checks together exceed :data:`FALSE_FAIL_MAX` of false-fail probability becomes
     ``inconclusive`` (the run cannot decide at the stated level)."""
+    claim, setting = _claim_and_setting(claim, setting, "judge_claim")
+    _checked_options("judge_claim", predict, progress)
+    if not isinstance(measurement, Measurement):
+        raise TypeError(f"judge_claim: the measurement must be a Measurement (from "
+                        f"measure_claim), got {type(measurement).__name__}")
     t0 = time.perf_counter()
+    limit = time_limit_reason("before the judgement")
+    if limit is not None:
+        return _stopped(claim, setting, limit)
     tb = None
     if constants is None:
         constants, tb = _theory_constants(claim, setting)
     predicted = (apply_predictions(claim.id, constants, predict or {}, claim.informational)
                  if constants is not None else {})
     ctx = CheckContext(predicted=predicted, profile=setting.profile, seed=setting.seed,
-                       progress=progress)
+                       progress=progress, typed=typed_precision(predict or {}))
     internal = measurement.error
     if tb is not None and tb.reasons:
         ctx.inconclusive_reasons.extend(tb.reasons)
@@ -604,20 +681,37 @@ def non_default_keys(setting: Setting) -> dict[str, Any]:
 
 
 def run_check(
-    claim: Claim,
-    setting: Setting,
+    claim: Claim | str,
+    setting: Setting | Mapping[str, Any] | None = None,
     *,
     profile: str | None = None,
     predict: Mapping[str, Any] | None = None,
     progress: ProgressFn | None = None,
 ) -> Verdict:
-    """Measure and judge: the one path every caller uses.  ``profile`` re-resolves the
+    """Measure and judge: the one path every caller uses.  ``claim``: a claim or its id;
+    ``setting``: its setting, or a mapping of its keys (``None``: the defaults).  ``profile`` re-resolves the
     setting's profile-dependent defaults (it is the setting's ``profile`` key).  BLAS runs on
     one thread meanwhile (:mod:`icltheory.core._threads`)."""
     from ._threads import one_blas_thread
 
+    claim, setting = _claim_and_setting(claim, setting, "run_check")
+    _checked_options("run_check", predict, progress)
     with one_blas_thread():
-        return _run_check(claim, setting, profile=profile, predict=predict, progress=progress)
+        try:
+            with hard_stop():
+                return _run_check(claim, setting, profile=profile, predict=predict,
+                                  progress=progress)
+        except TimeLimitReached as exc:  # the alarm: wherever the run was
+            return _stopped(claim, setting, str(exc))
+
+
+def _stopped(claim: Claim, setting: Setting, reason: str) -> Verdict:
+    """The verdict of a run the time limit stopped outside the error boundaries."""
+    return Verdict(claim=claim.id, verdict="inconclusive", setting=setting.as_dict(),
+                   predicted={}, measured={}, checks=[], evidence={}, seed=setting.seed,
+                   runtime_s=0.0, versions=versions(), profile=setting.profile,
+                   reasons=[reason], claim_info=claim.describe(),
+                   non_default=non_default_keys(setting))
 
 
 def _run_check(claim: Claim, setting: Setting, *, profile: str | None,

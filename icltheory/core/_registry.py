@@ -104,6 +104,13 @@ def claim_ids() -> list[str]:
 
 def get_claim(claim_id: str) -> Claim:
     """The claim with this id; an unknown id is :class:`BadInput` naming the closest few."""
+    from ._claim import Claim
+
+    if isinstance(claim_id, Claim):
+        return claim_id
+    if not isinstance(claim_id, str):
+        raise TypeError(f"get_claim: the claim id must be a string such as "
+                        f"'linattn.merged.sigmoid', got {type(claim_id).__name__}")
     claims = _load()
     if claim_id not in claims:
         near = difflib.get_close_matches(claim_id, list(claims), n=3, cutoff=0.5)
@@ -116,5 +123,11 @@ def get_claim(claim_id: str) -> Claim:
 
 
 def resolve_claims(ids: Iterable[str]) -> list[Claim]:
-    """The claims with these ids, in order (each unknown id is :class:`BadInput`)."""
+    """The claims with these ids, in order (each unknown id is :class:`BadInput`); one id
+    may be given as a string."""
+    if isinstance(ids, str):
+        return [get_claim(ids)]
+    if not isinstance(ids, Iterable):
+        raise TypeError(f"resolve_claims: expected claim ids (a list of strings), got "
+                        f"{type(ids).__name__}")
     return [get_claim(i) for i in ids]

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ._errors import BadInput, SettingError
+from ._numbers import NumberError, is_plain_decimal, parse_number
 
 __all__ = [
     "Setting",
@@ -76,6 +79,15 @@ _FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
+class TomlValue:
+    """A value read from a TOML file: a setting key checks its TOML type strictly."""
+
+    value: Any
+
+
+
+
+@dataclass(frozen=True)
 class _Spec:
     kind: str
     doc: str
@@ -92,6 +104,8 @@ class _Spec:
 
     # -- conversion -----------------------------------------------------------------------
     def convert(self, key: str, value: Any) -> Any:
+        if isinstance(value, TomlValue):
+            value = self._from_toml(key, value.value)
         if value is None:
             if self.optional:
                 return None
@@ -125,6 +139,32 @@ class _Spec:
                 raise SettingError(key, f"is longer than {TEXT_MAX_LEN} characters")
             return text
         raise AssertionError(self.kind)  # pragma: no cover
+
+    def _from_toml(self, key: str, v: Any) -> Any:
+        """TOML has types: a key takes its own type only (``n = "4"``, ``n = 4.0`` and
+        ``lambdas = "0.4,0.3"`` are refused); a number may be a quoted fraction or expression
+        (``w_init = "1/64"``), never a quoted plain number."""
+        def number(x: Any) -> Any:
+            if isinstance(x, bool) or not isinstance(x, (int, float, str)):
+                raise SettingError(key, f"expected a TOML number, got {_toml_type(x)}")
+            if isinstance(x, str) and is_plain_decimal(x):
+                raise SettingError(key, f"write the number {x.strip()[:40]} without quotes")
+            return x
+
+        if self.kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SettingError(key, f"expected a TOML integer (e.g. 4), got {_toml_type(v)}")
+            return v
+        if self.kind == "float":
+            return number(v)
+        if self.kind == "floats":
+            if not isinstance(v, list):
+                raise SettingError(key, "expected a TOML array of numbers (e.g. [0.4, 0.3]), "
+                                        f"got {_toml_type(v)}")
+            return [number(x) for x in v]
+        if self.kind == "choice" and not isinstance(v, str):
+            raise SettingError(key, f"expected a TOML string, got {_toml_type(v)}")
+        return v
 
     def _check_range(self, key: str, v: float) -> float:
         if self.min is not None:
@@ -171,19 +211,29 @@ def _to_int(key: str, value: Any) -> int:
     return int(text)
 
 
+def _toml_type(v: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
+             list: "an array", dict: "a table"}
+    return f"{names.get(type(v), type(v).__name__)} {str(v)[:40]!r}" if not isinstance(
+        v, (list, dict)) else names[type(v)]
+
+
 def _to_float(key: str, value: Any) -> float:
     if isinstance(value, bool):
         raise SettingError(key, f"expected a number, got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):
         try:
             f = float(value)
         except OverflowError:
             raise SettingError(key, "is too large for a float") from None
+    elif isinstance(value, str):
+        try:
+            f = parse_number(value).value
+        except NumberError as exc:
+            raise SettingError(key, f"expected a number, a fraction or an expression "
+                                    f"({exc}), got {value.strip()[:40]!r}") from None
     else:
-        text = str(value).strip()
-        if len(text) > 64 or not _FLOAT_RE.fullmatch(text):
-            raise SettingError(key, f"expected a decimal number, got {text[:40]!r}")
-        f = float(text)
+        raise SettingError(key, f"expected a number, got {type(value).__name__}")
     if not math.isfinite(f):
         raise SettingError(key, f"must be a finite number, got {f!r}")
     return f
@@ -343,6 +393,7 @@ class Setting:
             spec = f.metadata.get("spec")
             if spec is not None and spec.by_profile is not None and getattr(self, f.name) is None:
                 self._set(f.name, spec.by_profile[PROFILES.index(self.profile)])
+        self._check_lengths()  # before _resolve derives anything from a list and its length
         try:
             self._resolve()
         except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
@@ -351,13 +402,7 @@ class Setting:
             raise SettingError("setting", f"its derived defaults cannot be computed "
                                           f"({type(exc).__name__}: {exc}); the values are too "
                                           "extreme") from None
-        for f in dataclasses.fields(self):
-            spec = f.metadata.get("spec")
-            if spec is not None and spec.length is not None and getattr(self, f.name) is not None:
-                n = getattr(self, spec.length)
-                if n is not None and len(getattr(self, f.name)) != n:
-                    raise SettingError(f.name, f"has {len(getattr(self, f.name))} values but "
-                                               f"{spec.length}={n}")
+        self._check_lengths()
         try:
             self._validate()
         except (OverflowError, ZeroDivisionError, FloatingPointError, ValueError) as exc:
@@ -365,6 +410,17 @@ class Setting:
                 raise
             raise SettingError("setting", f"cannot be validated ({type(exc).__name__}: {exc}); "
                                           "the values are too extreme") from None
+
+    def _check_lengths(self) -> None:
+        for f in dataclasses.fields(self):
+            spec = f.metadata.get("spec")
+            if spec is None or spec.length is None or getattr(self, f.name) is None:
+                continue
+            n, values = getattr(self, spec.length), getattr(self, f.name)
+            if n is not None and len(values) != n:
+                whose = "" if f.name in self._given else " (its default)"  # type: ignore[attr-defined]
+                raise SettingError(f.name, f"has {len(values)} values{whose} but {spec.length}={n}: "
+                                           f"give {n} values")
 
     # hooks ---------------------------------------------------------------------------------
     def _resolve(self) -> None:
@@ -462,9 +518,15 @@ class Setting:
 
 
 def parse_assignments(items: Sequence[str]) -> dict[str, str]:
-    """Parse ``["D=4", "lambdas=0.4,0.3"]`` into a dict; malformed items are errors."""
+    """Parse ``["D=4", "lambdas=0.4,0.3"]`` (or one ``"D=4"``) into a dict; malformed items
+    are errors."""
+    if isinstance(items, str):
+        items = [items]
     out: dict[str, str] = {}
     for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"parse_assignments: expected 'KEY=VALUE' strings, got "
+                            f"{type(item).__name__}")
         if "=" not in item:
             raise BadInput(f"malformed assignment {item[:60]!r}: expected KEY=VALUE")
         key, value = item.split("=", 1)
@@ -479,7 +541,10 @@ def parse_assignments(items: Sequence[str]) -> dict[str, str]:
 
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML settings file (at most :data:`CONFIG_MAX_BYTES`).  A top-level table of
-    keys; errors name the file."""
+    keys, each value wrapped in :class:`TomlValue` (so that ``n = "4"`` is refused where an
+    integer is expected); errors name the file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_toml: the path must be a string or a path, got {type(path).__name__}")
     p = Path(path)
     try:
         with open(p, "rb") as fh:
@@ -500,4 +565,4 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     for k, v in data.items():
         if isinstance(v, dict):
             raise BadInput(f"config file {str(p)!r}: nested table [{k}] is not supported")
-    return data
+    return {k: TomlValue(v) for k, v in data.items()}

@@ -19,6 +19,7 @@ total is the union bound over its checks.  Recorders:
   the error is also reported in units of the tolerance (as ``scipy.integrate`` tests do).
 * :meth:`CheckContext.ztest` — a two-sided z-test of a Monte Carlo mean against a prediction
   at significance ``alpha`` (optionally Bonferroni-corrected over ``m_tests`` tests).
+* :meth:`CheckContext.exact` — measured == predicted exactly (counts, rationals, strings).
 * :meth:`CheckContext.condition` — a boolean property (e.g. "drop order equals …").
 * :meth:`CheckContext.bound` — a claimed upper bound judged by certificates: below a certified
   witness → fails; at or above a proved bound → holds; in between → undecided.
@@ -34,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ._errors import BadInput
+from ._numbers import NumberError, Typed, parse_number
 
 __all__ = ["Check", "CheckContext", "Verdict", "Plot", "Series", "STATUSES", "z_critical"]
 
@@ -121,8 +123,12 @@ class CheckContext:
     prediction was computed from)."""
 
     def __init__(self, *, predicted: dict[str, Any], profile: str, seed: int,
-                 progress: Callable[[float, str], None] | None = None):
+                 progress: Callable[[float, str], None] | None = None,
+                 typed: Mapping[str, Any] | None = None):
         self.predicted = predicted
+        #: key → (half a unit in the last digit typed, digits typed) for predictions the
+        #: user typed as rounded decimals (:func:`typed_precision`)
+        self.typed = dict(typed or {})
         self.profile = profile
         self.seed = seed
         self.checks: list[Check] = []
@@ -176,14 +182,21 @@ class CheckContext:
         """The predicted constants judged by the checks recorded so far."""
         return {k for c in self.checks for k in c.judges}
 
-    def _resolve(self, predicted: Any, key: str | None,
-                 judges: Iterable[str]) -> tuple[Any, tuple[str, ...]]:
+    def _resolve(self, predicted: Any, key: str | None, judges: Iterable[str],
+                 both: bool = False) -> tuple[Any, tuple[str, ...]]:
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"key= names a predicted constant (a string), got {key!r}")
+        if isinstance(judges, str):
+            raise TypeError(f"judges= is a tuple of predicted constants, got the string "
+                            f"{judges!r} (write judges=({judges!r},))")
         keys = tuple([key] if key is not None else []) + tuple(judges)
         for k in keys:
             if k not in self.predicted:
-                raise KeyError(f"check judges {k!r}, which is not a predicted constant")
-        if predicted is not _UNSET and key is not None:
-            raise TypeError("give predicted= or key=, not both")
+                raise KeyError(f"the check judges {k!r}, which is not a predicted constant of "
+                               f"this claim (its predictions: {', '.join(sorted(self.predicted))})")
+        if predicted is not _UNSET and key is not None and not both:
+            raise TypeError("give predicted= (a value computed from the predictions, with "
+                            "judges=) or key= (the predicted constant itself), not both")
         if predicted is _UNSET:
             if key is None:
                 raise TypeError("give predicted= or key=")
@@ -202,8 +215,10 @@ class CheckContext:
         detail: str = "", key: str | None = None, judges: Iterable[str] = (),
         false_fail: float = 0.0,
     ) -> Check:
-        """A boolean property; ``passed=None`` records an undecided check."""
-        predicted, keys = self._resolve(predicted, key, judges)
+        """A boolean property the claim decided itself (``passed``; ``None`` records an
+        undecided check).  ``key=`` names the predicted constant it judges, ``predicted=`` what
+        to show as the prediction (both may be given: the check is the claim's own)."""
+        predicted, keys = self._resolve(predicted, key, judges, both=True)
         return self.add(Check(name, _plain(predicted), _plain(measured), "exact", why,
                               None if passed is None else bool(passed), detail, keys,
                               float(false_fail)))
@@ -225,7 +240,8 @@ class CheckContext:
         predicted, keys = self._resolve(predicted, key, judges)
         if rtol < 0 or atol < 0 or (rtol == 0 and atol == 0) or not (
                 math.isfinite(rtol) and math.isfinite(atol)):
-            raise ValueError("close() needs a positive finite tolerance")
+            raise ValueError("close() needs a positive finite tolerance (rtol= or atol=); for "
+                             "an exact identity (integers, rationals, strings) use exact()")
         try:
             p = np.asarray(predicted, dtype=float)
             m = np.asarray(measured, dtype=float)
@@ -247,6 +263,14 @@ class CheckContext:
                       "non-finite value", keys, float(false_fail))
             )
         bound = atol + rtol * np.abs(p)
+        if key is not None and key in self.typed:
+            half, digits = self.typed[key]
+            half = np.asarray(half, dtype=float)
+            if half.shape in ((), p.shape):
+                bound = np.maximum(bound, half)
+                tol = {**tol, "typed_half_unit": _plain(half)}
+                why = (f"{why}; your value is judged to the {digits} significant digits given "
+                       "(at least half a unit in the last digit typed)")
         err = np.abs(m - p)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             units = float(np.max(err / bound)) if err.size else 0.0
@@ -254,6 +278,17 @@ class CheckContext:
         detail = _close_detail(err, bound, units)
         return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail,
                               keys, float(false_fail)))
+
+    def exact(self, name: str, *, measured: Any, predicted: Any = _UNSET, key: str | None = None,
+              judges: Iterable[str] = (), why: str) -> Check:
+        """Pass iff ``measured`` equals the prediction exactly (numbers, strings, and lists of
+        them, element by element): for identities that hold exactly in the arithmetic used
+        (integer counts, exact rationals, SymPy results turned into strings)."""
+        predicted, keys = self._resolve(predicted, key, judges)
+        p, m = _plain(predicted), _plain(measured)
+        same = _exactly_equal(p, m)
+        detail = "equal" if same else f"differ: predicted {p!r}, measured {m!r}"[:300]
+        return self.add(Check(name, p, m, "exact", why, same, detail, keys, 0.0))
 
     def ztest(
         self,
@@ -363,6 +398,14 @@ class CheckContext:
                                     f"{certified_lower:.6g} and the proved bound "
                                     f"{proved_upper if proved_upper is None else f'{proved_upper:.6g}'}")
         return self.add(Check(name, K, certified_lower, tol, why, passed, detail, (key,), 0.0))
+
+
+def _exactly_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_exactly_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b) and type(a == b) is bool
 
 
 def _close_detail(err: np.ndarray, bound: np.ndarray, units: float) -> str:
@@ -499,24 +542,56 @@ class Verdict:
         return f'<div class="icltheory-verdict">\n{fragment(verdict_markdown(self))}</div>\n'
 
 
-def parse_prediction(key: str, text: str) -> Any:
-    """Parse a ``--predict KEY=VALUE`` value: a number or a comma-separated list of numbers."""
-    from ._setting import _FLOAT_RE
-
+def _prediction_items(key: str, text: str) -> tuple[list[str], bool]:
     raw = str(text).strip()
     if len(raw) > 20000:
         raise BadInput(f"--predict {key}: value too long")
-    parts = [p.strip() for p in raw.strip("[]").split(",")]
-    if not raw.strip("[]").strip():
+    body = raw[1:-1] if raw.startswith("[") and raw.endswith("]") else raw
+    if not body.strip():
         raise BadInput(f"--predict {key}: empty value")
+    parts = [p.strip() for p in body.split(",")]
     if any(p == "" for p in parts):
         raise BadInput(f"--predict {key}: malformed list {raw[:60]!r} (an empty item)")
-    if not all(_FLOAT_RE.fullmatch(p) for p in parts):
-        raise BadInput(f"--predict {key}: expected a number or a comma list, got {raw[:60]!r}")
-    vals = [float(p) for p in parts]
-    if not all(math.isfinite(v) for v in vals):
-        raise BadInput(f"--predict {key}: values must be finite, got {raw[:60]!r}")
-    return vals[0] if len(vals) == 1 and "," not in raw else vals
+    return parts, "," in body or body is not raw
+
+
+def parse_typed_prediction(key: str, text: str) -> list[Typed] | Typed:
+    """Parse a ``--predict KEY=VALUE`` value: a number, fraction or expression (see
+    :mod:`icltheory.core._numbers`), or a comma-separated list of them, each remembering the
+    digits typed."""
+    parts, is_list = _prediction_items(key, text)
+    vals = []
+    for p in parts:
+        try:
+            vals.append(parse_number(p))
+        except NumberError as exc:
+            raise BadInput(f"--predict {key}: {p[:40]!r} is not a number, fraction or "
+                           f"expression ({exc})") from None
+    return vals if is_list or len(vals) != 1 else vals[0]
+
+
+def parse_prediction(key: str, text: str) -> Any:
+    """Parse a ``--predict KEY=VALUE`` value into a float or a list of floats."""
+    typed = parse_typed_prediction(key, text)
+    return [t.value for t in typed] if isinstance(typed, list) else typed.value
+
+
+def typed_precision(predict: Mapping[str, Any]) -> dict[str, Any]:
+    """For each ``--predict`` value given as text: half a unit in its last digit typed (a
+    float, or a list for a list; 0 for exact text) and the digits typed — what a check judging
+    it must allow at least (a decimal typed to k digits stands for every number rounding to
+    it).  Values given as numbers are exact and absent here."""
+    out: dict[str, Any] = {}
+    for key, text in predict.items():
+        if not isinstance(text, str):
+            continue
+        typed = parse_typed_prediction(key, text)
+        items = typed if isinstance(typed, list) else [typed]
+        if any(t.half_unit > 0 for t in items):
+            half = [t.half_unit for t in items]
+            digits = [t.digits for t in items if t.digits is not None]
+            out[key] = (half if isinstance(typed, list) else half[0], min(digits))
+    return out
 
 
 def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapping[str, Any],

@@ -65,6 +65,9 @@ def sha256(blob: bytes) -> str:
 def render_claim(verdict: Verdict, *, html: bool = False) -> ClaimReport:
     """Render ``verdict`` into its report set (deterministic: same verdict → same bytes);
     ``html``: add the self-contained HTML page (its figures embedded)."""
+    if not isinstance(verdict, Verdict):
+        raise TypeError(f"render_claim: expected a Verdict (from run_check), got "
+                        f"{type(verdict).__name__}")
     v = verdict
     names = [figure_name(v.claim, k + 1) for k in range(len(v.plots))]
     files: dict[str, bytes] = {}

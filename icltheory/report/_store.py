@@ -45,6 +45,30 @@ RESERVED = {INDEX, INDEX_HTML, TIMING_JSON, TIMING_MD}
 # ----------------------------------------------------------------------------- validation
 
 
+#: bytes written (and discarded) into the report folder before anything runs: a disk too full
+#: for this is too full for a report set (a claim's report with its figures is about this size)
+PROBE_BYTES = 1 << 20
+#: the longest file name a report set writes inside its folder (``figures/`` + claim id + suffix)
+LONGEST_NAME = 160
+
+
+def _check_name_lengths(out: Path, probe: Path, text: str) -> None:
+    """Every folder to be made fits the file system's name limit, and the longest report file
+    name fits its path limit."""
+    try:
+        name_max = os.pathconf(probe, "PC_NAME_MAX")
+        path_max = os.pathconf(probe, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    for part in out.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise BadInput(f"--out {text[:120]!r}: a folder name is longer than the file "
+                           f"system's {name_max} bytes")
+    if len(os.fsencode(str(out.absolute()))) + LONGEST_NAME > path_max:
+        raise BadInput(f"--out {text[:120]!r}: the path is too long for the report files "
+                       f"(the file system allows {path_max} bytes)")
+
+
 def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
     """Validate a report folder before anything runs: it is a folder (or can be made one) and
     writable.  Raises :class:`BadInput` (one line) otherwise; writes nothing."""
@@ -54,8 +78,11 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
         raise BadInput(f"--out {text[:60]!r}: not a usable folder name")
     probe = out
     while True:
-        if probe.exists() or probe.is_symlink():
-            break
+        try:
+            if probe.exists() or probe.is_symlink():
+                break
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise BadInput(f"--out {text[:120]!r}: {exc.strerror or exc}") from None
         if probe.parent == probe:
             break
         probe = probe.parent
@@ -69,9 +96,12 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
         if not os.access(probe, os.W_OK | os.X_OK):
             where = "" if probe == out else f" (its parent {str(probe)!r} is not writable)"
             raise BadInput(f"--out {text[:120]!r} is not writable{where}")
-        try:  # an unnamed temporary file: proves the folder takes files, leaves nothing
-            with tempfile.TemporaryFile(dir=probe):
-                pass
+        _check_name_lengths(out, probe, text)
+        try:  # an unnamed temporary file: proves the folder takes data, leaves nothing
+            with tempfile.TemporaryFile(dir=probe) as fh:
+                fh.write(b"\0" * PROBE_BYTES)  # a full disk refuses this now, not after the run
+                fh.flush()
+                os.fsync(fh.fileno())
         except OSError as exc:
             where = "" if probe == out else f" (in {str(probe)!r})"
             raise BadInput(f"--out {text[:120]!r}: cannot write files there{where}: "
@@ -248,9 +278,9 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
         files[TIMING_JSON] = (json.dumps({"runtime_s": dict(sorted(timing.items()))}, indent=2,
                                          ensure_ascii=False) + "\n").encode("utf-8")
         files[TIMING_MD] = render_timing(timing, records).encode("utf-8")
-        files[INDEX] = render_index(records, known).encode("utf-8")
+        files[INDEX] = render_index(records, known, out).encode("utf-8")
         if html or (out / INDEX_HTML).is_file():
-            files[INDEX_HTML] = render_index_html(records, known).encode("utf-8")
+            files[INDEX_HTML] = render_index_html(records, known, out).encode("utf-8")
         staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:

@@ -24,6 +24,8 @@ Python first, the command line (``icltheory sweep``) is a thin layer over it::
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -101,5 +103,8 @@ def load(path: str | Path) -> Any:
     (``pip install 'icltheory[pandas]'``)."""
     from ._rows import to_dataframe
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load: the sweep folder must be a string or a path, got "
+                        f"{type(path).__name__}")
     keys, rows = records(path)
     return to_dataframe(rows, keys)

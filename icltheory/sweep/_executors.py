@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import os
 from concurrent.futures import Executor, Future
 from typing import Any, Callable, Iterator
@@ -119,6 +120,7 @@ def _dask_client(workers: int | None, scheduler: str | None):
             msg = " ".join(str(exc).split())[:200]
             raise BadInput(f"cannot connect to the Dask scheduler {scheduler!r}: {msg}") from None
         with client:
+            _say_dashboard(client, local=False)
             yield client
         return
     n = workers or default_workers()
@@ -129,9 +131,27 @@ def _dask_client(workers: int | None, scheduler: str | None):
     # allocate in chunks took 2-3x as long, so a LocalCluster started here leaves it unset.
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}), \
             LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                         dashboard_address=_dashboard_address(),
+                         silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
+        _say_dashboard(client)
         yield client
+
+
+def _dashboard_address() -> str | None:
+    """A free local port for Dask's dashboard when its web server (bokeh) is installed."""
+    import importlib.util
+
+    return "127.0.0.1:0" if importlib.util.find_spec("bokeh") is not None else None
+
+
+def _say_dashboard(client, local: bool = True) -> None:
+    """Print where Dask's dashboard is (on stderr)."""
+    link = getattr(client, "dashboard_link", None) if (_dashboard_address() or not local) \
+        else None
+    print(f"Dask dashboard: {link}" if link else
+          "Dask dashboard: not available (pip install 'bokeh>=3.1' to watch the workers)",
+          file=sys.stderr)
 
 
 #: one BLAS/OpenMP thread per worker process (a value the user set in the environment wins)

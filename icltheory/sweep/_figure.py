@@ -23,7 +23,12 @@ __all__ = ["phase_png", "line_check"]
 _RC = {"font.size": 8, "axes.grid": False, "svg.hashsalt": "icltheory"}
 _LOG_RANGE = (-3.0, 1.0)  # colour scale of log10(worst margin): 0.001× to 10× the tolerance
 _MARK = {"holds": "✓", "fails": "✗", "inconclusive": "?"}
-_VCOLOR = {"holds": "#1a9850", "fails": "#d73027", "inconclusive": "#7f7f7f"}
+#: Okabe–Ito colours (distinct under the common colour-vision deficiencies): blue holds,
+#: vermillion fails, grey inconclusive
+_VCOLOR = {"holds": "#0072B2", "fails": "#D55E00", "inconclusive": "#999999"}
+#: the margin's colour map: blue (far inside the tolerance) through white (at it) to orange
+#: (beyond it); a cell without a margin (inconclusive) is grey and hatched
+_CMAP = "PuOr_r"
 
 
 def _label(v: Any) -> str:
@@ -107,9 +112,14 @@ def _heatmap(fig, rows: Sequence[Row], keys: Sequence[str], title: str) -> None:
                 color="black")
     import matplotlib
 
-    cmap = matplotlib.colormaps["RdYlGn_r"].with_extremes(bad="#d9d9d9")
+    from matplotlib.patches import Rectangle
+
+    cmap = matplotlib.colormaps[_CMAP].with_extremes(bad="#d9d9d9")
     im = ax.imshow(np.ma.masked_invalid(z), cmap=cmap, norm=_norm(), aspect="auto",
                    origin="lower", interpolation="nearest")
+    for i, j in zip(*np.nonzero(np.isnan(z))):
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                               edgecolor="#999999", lw=0))
     ax.set_xticks(range(len(xs)), [_label(x) for x in xs],
                   rotation=45 if len(xs) > 8 else 0, ha="right" if len(xs) > 8 else "center")
     ax.set_yticks(range(len(ys)), [", ".join(f"{k}={_label(v)}" for k, v in zip(yks, y))
@@ -154,13 +164,13 @@ def _line(fig, rows: Sequence[Row], key: str, title: str, constant: str | None) 
             pred.setdefault(x, []).append(float(c["predicted"]))
             meas.setdefault(x, []).append(float(c["measured"]))
         xs = sorted(pred)
-        ax.plot(xs, [float(np.mean(pred[x])) for x in xs], "-", color="#4575b4", lw=1.5,
+        ax.plot(xs, [float(np.mean(pred[x])) for x in xs], "-", color=_VCOLOR["holds"], lw=1.5,
                 label="predicted")
-        ax.plot(xs, [float(np.mean(meas[x])) for x in xs], "o--", color="#d73027", ms=4, lw=1,
+        ax.plot(xs, [float(np.mean(meas[x])) for x in xs], "o--", color=_VCOLOR["fails"], ms=4, lw=1,
                 label="measured" + (" (mean over seeds)" if len(meas[xs[0]]) > 1 else ""))
         if len(meas[xs[0]]) > 1:
             px = [x for x in xs for _ in meas[x]]
-            ax.plot(px, [m for x in xs for m in meas[x]], ".", color="#d73027", alpha=0.35,
+            ax.plot(px, [m for x in xs for m in meas[x]], ".", color=_VCOLOR["fails"], alpha=0.35,
                     ms=3, label="each seed")
         ax.set_ylabel(cid)
         ax.set_title(f"{title}\n{name[:90]}", fontsize=8)

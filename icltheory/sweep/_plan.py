@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..core import PROFILES, BadInput, Claim, Setting, SettingError, get_claim
+from ..core._setting import TomlValue
 
 __all__ = ["MAX_CELLS", "Cell", "Plan", "plan_sweep", "parse_grid", "parse_seeds", "cell_key"]
 
@@ -220,9 +221,13 @@ def plan_sweep(claim: str | Claim, grid: Mapping[str, Sequence[Any]], *,
     known = set(st.keys())
     base = dict(base or {})
     if "profile" in base:
-        if profile is not None and str(base["profile"]).strip() != profile:
+        given = base.pop("profile")
+        given = given.value if isinstance(given, TomlValue) else given
+        if not isinstance(given, str):
+            raise BadInput(f"profile: expected one of {', '.join(PROFILES)}, got {given!r}")
+        if profile is not None and given.strip() != profile:
             raise BadInput("profile given twice (--profile and --set profile=)")
-        profile = str(base.pop("profile")).strip()
+        profile = given.strip()
     profile = profile or "standard"
     if profile not in PROFILES:
         raise BadInput(f"unknown profile {str(profile)[:40]!r}; valid: {', '.join(PROFILES)}")

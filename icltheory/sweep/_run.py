@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..core import BadInput, Claim, Setting, run_check, versions
+from ..core._deadline import MARK
 from ..report import jsonable
 from ._executors import WorkerTrouble, open_executor
 from ._plan import MAX_CELLS, Cell, Plan, plan_sweep
@@ -73,6 +74,8 @@ class SweepResult:
     reused: int = 0
     repaired_bytes: int = 0
     paths: list[Path] = field(default_factory=list)
+    #: runs stopped by the time limit (shown, not stored: a rerun computes them)
+    stopped: int = 0
 
     def __iter__(self) -> Iterator[Row]:
         return iter(self.rows)
@@ -106,7 +109,7 @@ def _record(plan: Plan, cell: Cell, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _progress_bar(total: int, done: int, label: str, enabled: bool):
-    if not enabled:
+    if not enabled or not sys.stderr.isatty():  # no bar in logs and pipes
         return contextlib.nullcontext(None)
     from tqdm import tqdm
 
@@ -114,11 +117,18 @@ def _progress_bar(total: int, done: int, label: str, enabled: bool):
                 dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
 
 
-def _drive(plan: Plan, executor: Executor, window: int, store, bar) -> int:
-    """Submit the missing cells (at most ``window`` in flight) and store each as it ends."""
+def _stopped_by_time_limit(result: dict[str, Any]) -> bool:
+    return any(str(r).startswith(MARK) for r in result.get("reasons", ()))
+
+
+def _drive(plan: Plan, executor: Executor, window: int, store, bar
+           ) -> tuple[int, dict[str, dict[str, Any]]]:
+    """Submit the missing cells (at most ``window`` in flight) and store each as it ends; a
+    run stopped by the time limit is kept aside (returned), not stored: a rerun computes it."""
     todo = iter([c for c in plan.cells if c.key not in store])
     pending: dict[Any, Cell] = {}
     computed = 0
+    stopped: dict[str, dict[str, Any]] = {}
 
     def submit_next() -> None:
         cell = next(todo, None)
@@ -141,12 +151,15 @@ def _drive(plan: Plan, executor: Executor, window: int, store, bar) -> int:
                 raise SweepError(f"the executor lost the run {cell.values} seed {cell.seed}: "
                                  f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") \
                     from exc
-            store.append(_record(plan, cell, result))
-            computed += 1
+            if _stopped_by_time_limit(result):
+                stopped[cell.key] = _record(plan, cell, result)
+            else:
+                store.append(_record(plan, cell, result))
+                computed += 1
             if bar is not None:
                 bar.update(1)
             submit_next()
-    return computed
+    return computed, stopped
 
 
 @contextlib.contextmanager
@@ -172,18 +185,6 @@ def _check_constant(plan: Plan, constant: str | None) -> None:
                        f"valid: {', '.join(sorted(preds))}")
 
 
-def _writable(out: Path) -> Path:
-    """``out`` if a directory can be made or written there (checked before anything runs)."""
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"--out {str(out)!r} is not a directory")
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(f"--out {str(out)!r}: {str(probe)!r} is not a writable directory")
-    return out
-
-
 def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | None = None,
             scheduler: str | None = None, out: str | Path | None = None,
             progress: bool = False, constant: str | None = None) -> SweepResult:
@@ -191,7 +192,9 @@ def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | No
     from ._page import check_manifest, write_manifest, write_outputs
 
     _check_constant(plan, constant)
-    directory = _writable(Path(out)) / plan.name if out is not None else None
+    from ..report import check_out_dir
+
+    directory = check_out_dir(out) / plan.name if out is not None else None
     if directory is not None:
         check_manifest(directory, plan)  # a different sweep under the same name: refuse
     with _executor(executor, workers, scheduler) as (ex, n), \
@@ -201,10 +204,12 @@ def execute(plan: Plan, *, executor: str | Executor = "local", workers: int | No
             write_manifest(directory, plan)
         reused = sum(1 for c in plan.cells if c.key in store)
         with _progress_bar(len(plan.cells), reused, plan.claim.id, progress) as bar:
-            computed = _drive(plan, ex, max(2, 2 * n), store, bar)
-        rows = [Row.from_record({**store.records[c.key], "index": c.index, "cell": c.values})
+            computed, stopped = _drive(plan, ex, max(2, 2 * n), store, bar)
+        rows = [Row.from_record({**(stopped.get(c.key) or store.records[c.key]),
+                                 "index": c.index, "cell": c.values})
                 for c in plan.cells]
-        result = SweepResult(plan, rows, directory, computed, reused, store.repaired)
+        result = SweepResult(plan, rows, directory, computed, reused, store.repaired,
+                             stopped=len(stopped))
         if directory is not None:
             result.paths = write_outputs(directory, result, constant=constant)
     return result
@@ -230,6 +235,19 @@ def run_sweep(claim: str | Claim, grid: Mapping[str, Sequence[Any]], *,
 
     The grid is validated whole before anything runs (:class:`~icltheory.core.BadInput`).
     Returns a :class:`SweepResult` (the rows, one per run, in grid order)."""
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"run_sweep: grid must map keys to lists of values ({{'N': [8, 16]}}), "
+                        f"got {type(grid).__name__}")
+    for key, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise TypeError(f"run_sweep: grid[{key!r}] must be a list of values, got "
+                            f"{type(values).__name__}")
+    if seeds is not None and not isinstance(seeds, (str, Sequence)):
+        raise TypeError(f"run_sweep: seeds must be '0..9', a list of integers or None, got "
+                        f"{type(seeds).__name__}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"run_sweep: out must be a folder (a string or a path) or None, got "
+                        f"{type(out).__name__}")
     plan = plan_sweep(claim, grid, seeds=seeds, base=base, profile=profile,
                       max_cells=max_cells)
     return execute(plan, executor=executor, workers=workers, scheduler=scheduler, out=out,

@@ -461,8 +461,18 @@ class OscillationSetting(_Resolved):
         _thresholds((self.theta,), self.K, "theta")
         c_pair, c_max = _derived("overlap", rules.near_duplicate_curvatures, self.K, self.d,
                                  self.overlap, self.task, self.cov_draws, self.seed)
-        _step_and_horizon(self, theta=self.theta, until=self.theta, factor=1.0, c_max=c_max,
-                          c_fast=c_max, c_until=c_pair, stiffness=self.stiffness)
+        steps_given = self.steps is not None
+        try:
+            _step_and_horizon(self, theta=self.theta, until=self.theta, factor=1.0, c_max=c_max,
+                              c_fast=c_max, c_until=c_pair, stiffness=self.stiffness)
+        except SettingError as exc:
+            if exc.key != "steps" or steps_given:
+                raise
+            # the horizon is long because the pair is close: the key to change is the overlap
+            raise SettingError("overlap", f"ρ = {self.overlap:g} makes the near-duplicate pair's "
+                                          f"curvature {c_pair:.3g} (the fastest {c_max:.3g}): "
+                                          f"{exc.problem.split(';')[0]}; lower overlap, or set "
+                                          "eta and steps") from None
 
 
 # ----------------------------------------------------------------------------- final state

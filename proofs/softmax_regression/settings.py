@@ -139,6 +139,9 @@ class CandidateSetting(SoftmaxRegressionSetting):
         if not val > 0:
             raise SettingError("candidate", f"{self.candidate[:40]!r} must evaluate to a "
                                             f"positive number at this setting, got {val.str(6)}")
+        if not val > 2.2250738585072014e-308:
+            raise SettingError("candidate", f"{self.candidate[:40]!r} evaluates to {val.str(6)}, "
+                                            "below the smallest normal float64 (2.2e-308)")
         if not val < CANDIDATE_MAX:
             raise SettingError("candidate", f"{self.candidate[:40]!r} exceeds {CANDIDATE_MAX:g} "
                                             "(any constant that large is beyond float64)")

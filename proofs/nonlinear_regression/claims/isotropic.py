@@ -71,6 +71,11 @@ class TwoPhase(Claim):
                  r"\frac{d\log T(\delta)}{d\log\delta}\in[-2.1,-1.85]\ (\delta\le0.01);\quad "
                  r"\ell(t)\,t\to\frac{K-1}{4\eta}\ \pm5\%\quad(C=cI)")
     setting_type = IsotropicSetting
+
+    def undecidable(self, s):
+        if 1.0 / s.K >= 0.5:
+            return f"K = {s.K}: the attention starts at 1/K ≥ 0.5, there is no first phase to time"
+        return None
     predictions = {
         "initial_rate": Prediction("logit-gap growth of the first GD step from B = 0",
                                    formula=r"\eta c/K^2"),

@@ -48,6 +48,11 @@ class Rescaling(Claim):
     statement = (r"Q_t(\eta,L)=Q_t\big(\eta L^2/L'^2,\,L'\big)\ \forall t,\qquad "
                  r"\ell_L(Q)=\tfrac{L^2}{L'^2}\,\ell_{L'}(Q)\quad(f=L\,g,\ \hat y\text{ linear in }y)")
     setting_type = RescalingSetting
+
+    def undecidable(self, s):
+        if abs(math.log(s.L / s.L_prime)) <= 1e-3:
+            return "L = L′ (within 0.1 %): the exponent of the gradient's scaling cannot be measured"
+        return None
     backends = ("numpy", "torch")  # model B's trainer (the `backend` key)
     predictions = {
         "eta_exponent": Prediction("exponent p of the equivalent step η' = η(L/L')^p (the "

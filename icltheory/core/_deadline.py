@@ -1,0 +1,112 @@
+"""A user's time limit (``--time-limit SECONDS``): one wall-clock deadline for a whole command.
+
+The deadline is an absolute time (seconds since the epoch) kept in the environment variable
+:data:`ENV`, so that worker processes started after it is set (``report -j N``, the sweep's
+``processes`` executor, a local Dask cluster) inherit it.  It is enforced cooperatively: a
+claim not yet started when the deadline has passed is not started (its verdict is
+``inconclusive``, naming the limit), and a running experiment stops at its next progress tick
+(:meth:`icltheory.core.Run.tick`); in a process's main thread a one-shot alarm
+(:func:`hard_stop`) also stops code that does not tick (a derivation, a solver).  A run stopped by the limit says so in its reasons, starting
+with :data:`MARK`, so that a sweep does not store it as a finished cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import threading
+import time
+
+from ._errors import BadInput
+
+__all__ = ["ENV", "MARK", "set_time_limit", "clear_time_limit", "time_limit_reason",
+           "seconds_left", "hard_stop", "TimeLimitReached", "MAX_TIME_LIMIT"]
+
+ENV = "ICLTHEORY_DEADLINE"
+#: the words every reason caused by the user's time limit starts with
+MARK = "time limit reached"
+#: the longest time limit accepted (a week)
+MAX_TIME_LIMIT = 7 * 24 * 3600.0
+
+
+def set_time_limit(seconds: float) -> None:
+    """Start a time limit of ``seconds`` from now (for this process and those it starts)."""
+    s = float(seconds)
+    if not (math.isfinite(s) and 0 < s <= MAX_TIME_LIMIT):
+        raise BadInput(f"--time-limit: expected seconds in (0, {MAX_TIME_LIMIT:g}], got {seconds!r}")
+    os.environ[ENV] = f"{time.time() + s!r} {s!r}"
+
+
+def clear_time_limit() -> None:
+    """Remove the time limit."""
+    os.environ.pop(ENV, None)
+
+
+def time_limit_reason(what: str = "") -> str | None:
+    """Why to stop now (the limit has passed), or ``None``; a malformed value is ignored."""
+    raw = os.environ.get(ENV)
+    if not raw:
+        return None
+    try:
+        deadline, limit = (float(x) for x in raw.split())
+    except ValueError:
+        return None
+    if time.time() <= deadline:
+        return None
+    return (f"{MARK}: the run's limit of {limit:g} s (--time-limit) passed"
+            + (f" {what}" if what else ""))
+
+
+def seconds_left() -> float | None:
+    """Seconds until the deadline (negative once passed), or ``None`` without a limit."""
+    raw = os.environ.get(ENV)
+    if not raw:
+        return None
+    try:
+        deadline = float(raw.split()[0])
+    except (ValueError, IndexError):
+        return None
+    return deadline - time.time()
+
+
+class TimeLimitReached(BaseException):
+    """Raised by the alarm of :func:`hard_stop`.  A ``BaseException`` (as ``KeyboardInterrupt``
+    is), so that library code catching ``Exception`` cannot swallow it."""
+
+
+@contextlib.contextmanager
+def hard_stop(exc_type: type[BaseException] = TimeLimitReached):
+    """While inside, the time limit also interrupts code that does not tick: a one-shot
+    ``SIGALRM`` at the deadline raises ``exc_type`` (with :func:`time_limit_reason`) wherever
+    the main thread is.  Elsewhere (another thread, no ``setitimer``) nothing is armed and
+    only the cooperative checks apply."""
+    global _ARMED
+    left = seconds_left()
+    if left is not None and left <= 0:
+        raise exc_type(time_limit_reason("before the work started")
+                       or f"{MARK}: the run's limit (--time-limit) passed")
+    armed = (not _ARMED and left is not None and left > 0 and hasattr(signal, "setitimer")
+             and threading.current_thread() is threading.main_thread())
+    if not armed:  # no limit, not the main thread, or an outer hard_stop already armed
+        yield
+        return
+
+    def fire(signum: int, frame: object) -> None:
+        raise exc_type(time_limit_reason("while the claim was running")
+                       or f"{MARK}: the run's limit (--time-limit) passed")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, max(float(left or 0.0), 1e-3))
+    _ARMED = True
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        _ARMED = False
+
+
+#: whether a :func:`hard_stop` is armed in this process (they do not nest)
+_ARMED = False

@@ -1,0 +1,181 @@
+"""The resolution of a claim's predictions: the smallest error in each predicted constant that
+the claim's checks notice, measured by planting it.
+
+For a constant of kind ``value`` the error is relative: the prediction is replaced by
+p·(1 + δ) and by p·(1 − δ) (one list position at a time, up to
+:data:`~icltheory.core._claim.WRONG_POSITIONS` positions), and δ is found by bisection on
+log δ between 1e-12 and 10 — the smallest δ at which **every** planted value fails (so an error
+of that size, in any direction and at any position, turns the verdict to ``fails``).  A zero
+prediction is perturbed by an absolute δ instead.  A ``lower_bound`` is raised (an
+``upper_bound`` lowered) until it fails: that δ is how much stronger the bound could be stated.
+Counts and orders are judged exactly (any change fails: checked with the planted wrong values).
+
+Each resolution is then **verified**: at δ every planted value fails, and at δ/10 in the
+direction that set δ the verdict holds (a check whose verdict is not monotone in the error is
+reported, not hidden).  One measurement serves every
+judgement, so the cost is that of the judge (cheap for most claims).
+
+``scripts/resolution.py`` measures every built-in claim at the quick and standard profiles and
+writes ``proofs/resolutions.json``; ``icltheory describe`` and the reports show it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["Resolution", "measure_resolution", "load_resolutions", "resolution_text",
+           "RESOLUTIONS_FILE"]
+
+#: where the built-in claims' measured resolutions are kept
+RESOLUTIONS_FILE = Path(__file__).resolve().parents[2] / "proofs" / "resolutions.json"
+_LO, _HI = 1e-12, 10.0
+
+
+@dataclass
+class Resolution:
+    """``delta``: the smallest error (relative, or absolute when ``absolute``) that fails in
+    every direction tried; ``None`` with ``note`` when it could not be measured; ``exact``: a
+    count or order (any change fails); ``verified``: fails at δ and holds at δ/10."""
+
+    key: str
+    kind: str
+    delta: float | None
+    absolute: bool = False
+    exact: bool = False
+    verified: bool = False
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (for JSON)."""
+        return asdict(self)
+
+
+def _perturbed(value: Any, pos: int | None, factor_or_shift: float, absolute: bool) -> Any:
+    def one(x: float) -> float:
+        return x + factor_or_shift if absolute else x * (1.0 + factor_or_shift)
+
+    if pos is None:
+        return one(float(value))
+    out = list(value)
+    out[pos] = one(float(out[pos]))
+    return out
+
+
+def _positions(value: Any) -> list[int | None]:
+    from ._claim import WRONG_POSITIONS
+
+    if not isinstance(value, (list, tuple)):
+        return [None]
+    n = len(value)
+    return sorted({round(i * (n - 1) / max(min(n, WRONG_POSITIONS) - 1, 1))
+                   for i in range(min(n, WRONG_POSITIONS))})
+
+
+def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
+                       keys: list[str] | None = None, steps: int = 24,
+                       progress: Callable[[str], None] | None = None) -> dict[str, Resolution]:
+    """The resolution of each judged predicted constant of ``claim`` at ``setting`` (see the
+    module docstring); ``measurement``: a measurement to reuse (else one is made)."""
+    from ._claim import judge_claim, measure_claim
+
+    m = measurement if measurement is not None else measure_claim(claim, setting)
+    consts = claim.constants(setting)
+    base = judge_claim(claim, setting, m, constants=consts)
+    out: dict[str, Resolution] = {}
+    for key, pred in claim.predictions.items():
+        if pred.informational or (keys is not None and key not in keys):
+            continue
+        if base.verdict != "holds":
+            out[key] = Resolution(key, pred.kind, None, note=f"the defaults are {base.verdict}")
+            continue
+        true = consts[key]
+
+        def verdict(value: Any, key: str = key) -> str:
+            return judge_claim(claim, setting, m, predict={key: value}, constants=consts).verdict
+
+        if pred.kind in ("count", "order"):
+            wrong = pred.wrong_values(true)
+            ok = bool(wrong) and all(verdict(w) == "fails" for w in wrong)
+            out[key] = Resolution(key, pred.kind, None, exact=True, verified=ok,
+                                  note="" if ok else "a planted wrong count/order did not fail")
+            continue
+        numbers = true if isinstance(true, (list, tuple)) else [true]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                   and math.isfinite(x) for x in numbers):
+            out[key] = Resolution(key, pred.kind, None, note="not a finite number")
+            continue
+        absolute = all(x == 0 for x in numbers)
+        signs = {"lower_bound": (+1,), "upper_bound": (-1,)}.get(pred.kind, (+1, -1))
+        worst, worst_at = 0.0, (_positions(true)[0], signs[0])
+        note = ""
+        for pos in _positions(true):
+            if pos is not None and float(true[pos]) == 0.0 and not absolute:
+                continue  # a zero entry of a nonzero list: relative errors do not move it
+            for sign in signs:
+                def fails(d: float, pos: int | None = pos, sign: int = sign, true: Any = true,
+                          absolute: bool = absolute) -> bool:
+                    return verdict(_perturbed(true, pos, sign * d, absolute)) == "fails"
+
+                if not fails(_HI):
+                    note = (f"an error of {_HI:g}× at position {pos} ({'+' if sign > 0 else '−'}) "
+                            "does not fail")
+                    worst = math.inf
+                    continue
+                lo, hi = math.log(_LO), math.log(_HI)
+                if fails(_LO):
+                    hi = lo
+                else:
+                    for _ in range(steps):
+                        mid = 0.5 * (lo + hi)
+                        if fails(math.exp(mid)):
+                            hi = mid
+                        else:
+                            lo = mid
+                if math.exp(hi) > worst:
+                    worst, worst_at = math.exp(hi), (pos, sign)
+        if progress is not None:
+            progress(key)
+        if not math.isfinite(worst):
+            out[key] = Resolution(key, pred.kind, None, absolute, note=note)
+            continue
+        d = worst
+        at = all(verdict(_perturbed(true, p, s * d, absolute)) == "fails"
+                 for p in _positions(true) for s in signs
+                 if p is None or float(true[p]) != 0.0 or absolute)
+        below = verdict(_perturbed(true, worst_at[0], worst_at[1] * d / 10, absolute))
+        out[key] = Resolution(key, pred.kind, d, absolute, verified=at and below == "holds",
+                              note="" if at and below == "holds" else
+                              f"not monotone: at δ {'fails' if at else 'not fails'}, at δ/10 "
+                              f"{below}")
+    return out
+
+
+def load_resolutions(path: Path | None = None) -> dict[str, Any]:
+    """The measured resolutions (claim id → profile → key → record), or {} when absent."""
+    p = path or RESOLUTIONS_FILE
+    try:
+        return json.loads(p.read_text(encoding="utf-8")).get("claims", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def resolution_text(record: dict[str, Any]) -> str:
+    """'an error of ≥ 0.3 % (relative)' and the like, for describe and the reports."""
+    if record.get("exact"):
+        return "exact: any change of the count or order fails"
+    d = record.get("delta")
+    if d is None:
+        return f"not measured ({record.get('note') or 'unknown'})"
+    kind = record.get("kind")
+    if record.get("absolute"):
+        size = f"{d:.2g} (absolute)"
+    else:
+        size = f"{100 * d:.2g} %" if d >= 1e-4 else f"{d:.2g} (relative)"
+    what = {"lower_bound": "a bound stated higher by", "upper_bound": "a bound stated lower by"}
+    prefix = what.get(kind, "an error of")
+    tail = "" if record.get("verified") else f" [{record.get('note') or 'not verified'}]"
+    return f"{prefix} ≥ {size} fails{tail}"

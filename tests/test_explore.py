@@ -1,0 +1,83 @@
+"""``refute`` and ``boundary``: a planted false claim is found, shrunk toward the defaults and
+reproduced; a true claim is not refuted; the verdict's change along a key is bracketed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import icltheory.testing as itest
+from icltheory._cli import main
+from icltheory.core import run_check
+from icltheory.explore import boundary, refute, verdict_margin, write_boundary
+from icltheory.explore._refute import _middle
+
+CLAIM = "example.onestep.loss"
+
+
+def _theory_error(claim):
+    return next(e for e in claim.planted_errors if e.side == "theory")
+
+
+def test_a_planted_false_claim_is_found_and_shrunk(example, tmp_path):
+    """With c computed from N + 1, short contexts fail: the search finds one, shrinks it and
+    the reproduction command's setting fails again."""
+    with itest.planted(_theory_error(example)):
+        r = refute(example, budget=60, seed=1)
+        assert r.found and r.exit_code == 1, r.summary()
+        assert r.counterexample is not None and r.command.startswith(f"icltheory check {CLAIM}")
+        s = example.setting({**r.counterexample, "profile": "quick"})
+        assert run_check(example, s).verdict == "fails"
+        assert s.N <= 12  # moved toward the defaults' side where the error shows
+        assert r.margin is not None and r.margin < 0
+        assert r.evidence and all(c["passed"] is False for c in r.evidence)
+
+
+def test_a_true_claim_is_not_refuted(example):
+    r = refute(example, budget=8, seed=2)
+    assert not r.found and r.exit_code == 0, r.summary()
+    assert r.draws >= 2 and r.margin is not None and r.margin > 0
+
+
+def test_refute_cli(example, tmp_path, capsys):
+    code = main(["refute", CLAIM, "--budget", "5", "--json", "--out", str(tmp_path), "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["counterexample"] is None and out["draws"] >= 1
+    for bad in (["--budget", "0"], ["--budget", "nan"], ["--set", "bogus=1"],
+                ["--set", "profile=thorough"]):
+        assert main(["refute", CLAIM, *bad, "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+
+
+def test_boundary_brackets_the_change(example, tmp_path):
+    with itest.planted(_theory_error(example)):
+        b = boundary(example, "N", lo=2, hi=64, points=4, steps=4)
+    assert b.changes, b.summary()
+    a, va, z, vz = b.changes[0]
+    assert {va, vz} == {"holds", "fails"} and abs(z - a) <= 64
+    paths = write_boundary(b, tmp_path)
+    assert [p.suffix for p in paths] == [".json", ".png"]
+    rec = json.loads(paths[0].read_text())
+    assert rec["key"] == "N" and rec["changes"][0]["width"] == abs(z - a)
+
+
+def test_boundary_bad_input(example, capsys, tmp_path):
+    for bad in (["--along", "bogus"], ["--along", "N", "--from", "3", "--to", "3"],
+                ["--along", "profile"]):
+        assert main(["boundary", CLAIM, *bad, "--out", str(tmp_path)]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_margin_sign(example):
+    v = run_check(example, {"profile": "quick"})
+    m = verdict_margin(v)
+    assert v.verdict == "holds" and m is not None and 0 < m <= 1
+
+
+@pytest.mark.parametrize("good, bad, mid", [(1, 9, 5), (1, 2, None), (1.0, 100.0, 10.0),
+                                            (1.0, 3.0, 2.0), (9, 1, 5)])
+def test_middle(good, bad, mid):
+    assert _middle(good, bad) == pytest.approx(mid) if mid is not None else \
+        _middle(good, bad) is None
