@@ -30,7 +30,7 @@ import math
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .core import (Claim, PlantedError, Setting, SettingError, Verdict, clear_caches, get_claim,
+from .core import (Claim, PlantedError, Setting, SettingError, Verdict, get_claim, rederive,
                    judge_claim, measure_claim, run_check)
 
 __all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
@@ -154,8 +154,9 @@ def assert_fails(claim: str | Claim | Verdict, setting: Setting | dict | None = 
 
 @contextmanager
 def planted(error: PlantedError) -> Iterator[None]:
-    """Install a planted error for the duration of the block (memoised values cleared on entry
-    and exit, so nothing computed with the error outlives it)."""
+    """Install a planted error for the duration of the block (inside :func:`icltheory.core.rederive`:
+    memoised values dropped on entry and exit, the disk cache of derivations neither read nor
+    written, so nothing computed with the error outlives it or hides it)."""
     import inspect
 
     import sys
@@ -179,16 +180,15 @@ def planted(error: PlantedError) -> Iterator[None]:
     replacement = error.replace(original)
     if isinstance(raw, staticmethod):
         replacement = staticmethod(replacement)
-    clear_caches()
-    setattr(obj, name, replacement)
-    try:
-        yield
-    finally:
-        if had:
-            setattr(obj, name, raw)
-        else:
-            delattr(obj, name)
-        clear_caches()
+    with rederive():
+        setattr(obj, name, replacement)
+        try:
+            yield
+        finally:
+            if had:
+                setattr(obj, name, raw)
+            else:
+                delattr(obj, name)
 
 
 def _digest(values: Any) -> str:
@@ -208,7 +208,6 @@ def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool =
     c = _claim(claim)
     setting = c.setting({"profile": "quick", **dict(error.setting)})
     if independence:
-        clear_caches()
         if error.side == "theory":
             clean = _digest(measure_claim(c, setting).values)
         else:

@@ -60,21 +60,17 @@ def test_decay_rate_matches_the_integrated_scalar_ode():
     assert k["lazy_rate"] == pytest.approx(min(k["lazy_rates"]))
 
 
-def test_lazy_derivation_verifies_and_a_wrong_root_is_refuted(monkeypatch):
-    from icltheory.core import CheckContext, clear_caches
+def test_lazy_derivation_verifies_and_a_wrong_root_is_refuted():
+    from icltheory.core import CheckContext, rederive
 
     ctx = CheckContext(predicted={}, profile="quick", seed=0)
     ctx.verify_derivation(lazy.lazy_regime().derivation)
     assert ctx.checks[-1].passed
-    monkeypatch.setattr(lazy, "U_CRIT_CUBED", lazy.U_CRIT_CUBED / 2)
-    clear_caches()
-    try:
+    with rederive(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lazy, "U_CRIT_CUBED", lazy.U_CRIT_CUBED / 2)
         ctx = CheckContext(predicted={}, profile="quick", seed=0)
         ctx.verify_derivation(lazy.lazy_regime().derivation)
         assert ctx.checks[-1].passed is False
-    finally:
-        monkeypatch.undo()
-        clear_caches()
 
 
 # ----------------------------------------------------------------------------- large-init readings

@@ -276,20 +276,16 @@ def test_candidate_verdicts():
                 ).verdict == "holds"
 
 
-def test_candidate_certifies_against_the_theorys_own_bound(monkeypatch):
+def test_candidate_certifies_against_the_theorys_own_bound():
     """Issue 9: a planted coefficient in the derivation must not turn a too-small candidate into
     `holds` (the proved bound is the derivation's own term, whose steps are re-verified)."""
-    from icltheory.core import clear_caches
+    from icltheory.core import rederive
     from proofs.softmax_regression import theory
 
-    monkeypatch.setattr(theory, "softmax_jacobian_bound", lambda: sp.Rational(1, 20))
-    clear_caches()
-    try:
+    with rederive(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(theory, "softmax_jacobian_bound", lambda: sp.Rational(1, 20))
         v = _run("softmaxreg.candidate", {"candidate": "0.2"})
         assert v.verdict == "fails"
-    finally:
-        monkeypatch.undo()
-        clear_caches()
 
 
 def test_expression_limits():
@@ -644,7 +640,7 @@ def _candidate_band_sides(setting, profile):
     certificate (the branch and bound's bounds and point values scaled by 0.9: a lost factor)
     lets the proved bound fall below the certified witness — the claim reports it (`fails`,
     "the proved bound survives the search" refuted) where the correct certificate survives."""
-    from icltheory.core import clear_caches
+    from icltheory.core import rederive
     from proofs.softmax_regression import bnb
 
     def check(k):
@@ -667,16 +663,15 @@ def _candidate_band_sides(setting, profile):
         ub, score = orig(self, lo_, hi_, threshold / 0.9)
         return 0.9 * ub, score
 
-    clear_caches()
-    try:
-        bnb._EigenProblem.upper = planted
-        bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
-        w, checks = check(0.999 * lo)
-        assert w.verdict == "fails" and checks["the proved bound survives the search"] is False
-        assert w.measured["certified_band"][1] < lo
-    finally:
-        bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
-        clear_caches()
+    with rederive():
+        try:
+            bnb._EigenProblem.upper = planted
+            bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
+            w, checks = check(0.999 * lo)
+            assert w.verdict == "fails" and checks["the proved bound survives the search"] is False
+            assert w.measured["certified_band"][1] < lo
+        finally:
+            bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
 
 
 def test_candidate_answers_outside_the_band_at_n3():
