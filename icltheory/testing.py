@@ -30,8 +30,8 @@ import math
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .core import (Claim, PlantedError, Setting, SettingError, Verdict, get_claim, rederive,
-                   judge_claim, measure_claim, run_check)
+from .core import (Claim, Measurement, PlantedError, Setting, SettingError, Verdict, get_claim,
+                   judge_claim, measure_claim, rederive, run_check)
 
 __all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
            "planted_predictions", "raw_settings"]
@@ -197,19 +197,26 @@ def _digest(values: Any) -> str:
     return dumps(values, indent=None)
 
 
-def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False) -> Verdict:
+def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False,
+                unplanted: tuple[Setting, Measurement] | None = None) -> Verdict:
     """The verdict of ``claim`` with ``error`` planted (profile quick unless the error's
     setting says otherwise).  The setting is resolved *before* the error is planted, so a
     theory error does not move a horizon.
 
     ``independence=True`` also asserts that the two sides are independent: a theory-side
     error leaves the measurement bit for bit unchanged, a measurement-side error leaves the
-    predicted constants unchanged (``AssertionError`` otherwise)."""
+    predicted constants unchanged (``AssertionError`` otherwise).  ``unplanted``: a
+    ``(setting, measurement)`` already taken without the error — used as the clean side of that
+    comparison when its setting is the one this run resolves (measurements are deterministic),
+    instead of measuring again."""
     c = _claim(claim)
     setting = c.setting({"profile": "quick", **dict(error.setting)})
     if independence:
         if error.side == "theory":
-            clean = _digest(measure_claim(c, setting).values)
+            if unplanted is not None and unplanted[0] == setting:
+                clean = _digest(unplanted[1].values)
+            else:
+                clean = _digest(measure_claim(c, setting).values)
         else:
             clean = _digest(c.constants(setting))
     with planted(error):

@@ -1,4 +1,4 @@
-"""Test configuration: Hypothesis profiles and the `thorough` marker.
+"""Test configuration: Hypothesis profiles, the `thorough` marker, one xdist worker per claim.
 
 Profiles (``HYPOTHESIS_PROFILE=dev|ci|thorough``; ``ci`` is loaded automatically when ``CI`` is
 set): ``dev`` few examples for a fast edit loop, ``ci`` derandomized and moderate, ``thorough``
@@ -34,7 +34,25 @@ PROFILE_NAME = _PROFILE
 THOROUGH = _PROFILE == "thorough" or os.environ.get("ICLTHEORY_THOROUGH") == "1"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # under pytest-xdist (-n), tests of one claim share a worker (see below): its memoised
+    # default run, theory and measurements are then computed once, not once per worker
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
+def _claim_of(item) -> str | None:
+    spec = getattr(item, "callspec", None)
+    claim = spec.params.get("claim") if spec is not None else None
+    return getattr(claim, "id", claim) if isinstance(getattr(claim, "id", claim), str) else None
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        claim = _claim_of(item)
+        if claim is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
+            item.add_marker(pytest.mark.xdist_group(claim))
     if THOROUGH:
         return
     skip = pytest.mark.skip(reason="heavy check: run with HYPOTHESIS_PROFILE=thorough")

@@ -122,7 +122,8 @@ PLANTED = [(c, p) for c in MIGRATED for p in c.planted_errors]
 @pytest.mark.parametrize("claim, error", PLANTED,
                          ids=[f"{c.id}:{p.side}:{p.target.split(':')[-1]}" for c, p in PLANTED])
 def test_planted_errors_fail(claim: Claim, error):
-    v = itest.run_planted(claim, error, independence=True)
+    c, s, m, _ = _default_run(claim.id)  # the clean measurement, when the error's setting is s
+    v = itest.run_planted(claim, error, independence=True, unplanted=(s, m))
     assert v.verdict == error.expect, (f"planted {error.side} error ({error.what}): {v.verdict}"
                                        f"\n{v.summary()}")
 
