@@ -37,9 +37,29 @@ THOROUGH = _PROFILE == "thorough" or os.environ.get("ICLTHEORY_THOROUGH") == "1"
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # under pytest-xdist (-n), tests of one claim share a worker (see below): its memoised
-    # default run, theory and measurements are then computed once, not once per worker
+    # theory and measurements are then computed once, not once per worker
     if getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
+    # the session's folder of shared default runs (tests/_memo.py), made by the controller
+    # before the workers start (they inherit the variable) and removed at the end
+    if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(_memo_env()):
+        import tempfile
+
+        config._icltheory_memo = tempfile.mkdtemp(prefix="icltheory-test-memo-")
+        os.environ[_memo_env()] = config._icltheory_memo
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_icltheory_memo", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(_memo_env(), None)
+
+
+def _memo_env() -> str:
+    return "ICLTHEORY_TEST_MEMO"
 
 
 def _claim_of(item) -> str | None:

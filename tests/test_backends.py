@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import _memo
 from icltheory.backends import NumpyBackend, TorchBackend, get_backend
 from icltheory.core import SettingError, get_claim
 from proofs.linear_attention.experiments import _data as data
@@ -176,7 +177,7 @@ def test_nonlinear_claims_same_verdict_on_torch(claim_id):
     from icltheory.core import run_check
 
     c = get_claim(claim_id)
-    vn = run_check(c, c.setting({"profile": "quick"}))
+    vn = _memo.default_run(claim_id)[3]  # numpy: the session's shared default run
     vt = run_check(c, c.setting({"profile": "quick", "backend": "torch"}))
     assert vn.verdict == vt.verdict == "holds"
     for k, x in vn.measured.items():
@@ -344,7 +345,7 @@ def test_catgd_claims_same_verdict_on_torch(claim_id):
     from icltheory.core import run_check
 
     c = get_claim(claim_id)
-    vn = run_check(c, c.setting({"profile": "quick"}))
+    vn = _memo.default_run(claim_id)[3]  # numpy: the session's shared default run
     vt = run_check(c, c.setting({"profile": "quick", "backend": "torch"}))
     assert vn.verdict == vt.verdict == "holds"
     assert vt.setting["backend"] == "torch" and vn.setting["backend"] == "numpy"
