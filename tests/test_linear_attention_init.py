@@ -12,7 +12,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize_scalar
 
 import _memo
-from icltheory.core import get_claim, judge_claim, measure_claim, run_check
+from icltheory.core import get_claim, judge_claim, measure_claim
 from proofs.linear_attention import theory
 from proofs.linear_attention.experiments import _drop_times as dtx
 from proofs.linear_attention.experiments import _init_regimes as regimes
@@ -24,10 +24,9 @@ LAM, N = (0.4, 0.3, 0.2, 0.1), 31
 
 
 def _run(cid, setting=None, predict=None, profile="quick"):
-    if not setting and not predict and profile == "quick":
-        return _memo.default_run(cid)[3]  # the session's shared default run (tests/_memo.py)
     c = get_claim(cid)
-    return run_check(c, c.setting(setting or {}), profile=profile, predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting(setting or {}).with_profile(profile), predict)
 
 
 def _c(lam):

@@ -25,10 +25,9 @@ from proofs.linear_attention.settings import code_to_paper
 
 
 def _run(cid, setting=None, predict=None, profile="quick"):
-    if not setting and not predict and profile == "quick":
-        return _memo.default_run(cid)[3]  # the session's shared default run (tests/_memo.py)
     c = get_claim(cid)
-    return run_check(c, c.setting(setting or {}), profile=profile, predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting(setting or {}).with_profile(profile), predict)
 
 
 def _nplus1_levels(lambdas, N):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import _memo
 import icltheory.testing as itest
 from icltheory import _cli
-from icltheory.core import NumericalTrouble, SettingError, get_claim, run_check
+from icltheory.core import NumericalTrouble, SettingError, get_claim
 from icltheory.dynamics import local_slopes, loglog_fit, slope_allowance, threshold_times
 from proofs.nonlinear_regression import CLAIMS, settings, theory
 from proofs.nonlinear_regression.experiments import population, prompts, runs, tasks
@@ -25,10 +25,9 @@ IDS = [c.id for c in CLAIMS]
 
 
 def _run(cid, setting=None, predict=None, profile="quick"):
-    if not setting and not predict and profile == "quick":
-        return _memo.default_run(cid)[3]  # the session's shared default run (tests/_memo.py)
     c = get_claim(cid)
-    return run_check(c, c.setting({"profile": profile, **(setting or {})}), predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting({"profile": profile, **(setting or {})}), predict)
 
 
 def _failed(v):
