@@ -180,7 +180,10 @@ def planted(error: PlantedError) -> Iterator[None]:
     replacement = error.replace(original)
     if isinstance(raw, staticmethod):
         replacement = staticmethod(replacement)
-    with rederive():
+    # the key names this patch (kept alive with it): runs of the same planted error reuse the
+    # theory derived under it
+    _PLANTED_KEYS.setdefault(id(error), error)
+    with rederive(key=("planted error", id(error))):
         setattr(obj, name, replacement)
         try:
             yield
@@ -189,6 +192,11 @@ def planted(error: PlantedError) -> Iterator[None]:
                 setattr(obj, name, raw)
             else:
                 delattr(obj, name)
+
+
+#: the planted errors whose patches have run in this process (their ids key the theory derived
+#: under them; held so that an id is never reused)
+_PLANTED_KEYS: dict[int, PlantedError] = {}
 
 
 def _digest(values: Any) -> str:

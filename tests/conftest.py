@@ -8,6 +8,7 @@ many examples.  Tests marked ``@pytest.mark.thorough`` (heavy checks) run only u
 
 from __future__ import annotations
 
+import functools
 import os
 
 # BLAS on one thread, as the command line runs it (icltheory._cli._one_blas_thread): set before
@@ -36,17 +37,13 @@ THOROUGH = _PROFILE == "thorough" or os.environ.get("ICLTHEORY_THOROUGH") == "1"
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    # under pytest-xdist (-n), tests of one claim share a worker (see below): its memoised
-    # theory and measurements are then computed once, not once per worker
-    if getattr(config.option, "dist", "no") == "load":
-        config.option.dist = "loadgroup"
-    # the session's folder of shared default runs (tests/_memo.py), made by the controller
+    # the session's folder of shared measurements (tests/_memo.py), made by the controller
     # before the workers start (they inherit the variable) and removed at the end
-    if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(_memo_env()):
+    if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(_MEMO_ENV):
         import tempfile
 
         config._icltheory_memo = tempfile.mkdtemp(prefix="icltheory-test-memo-")
-        os.environ[_memo_env()] = config._icltheory_memo
+        os.environ[_MEMO_ENV] = config._icltheory_memo
 
 
 def pytest_unconfigure(config):
@@ -55,24 +52,54 @@ def pytest_unconfigure(config):
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
-        os.environ.pop(_memo_env(), None)
+        os.environ.pop(_MEMO_ENV, None)
 
 
-def _memo_env() -> str:
-    return "ICLTHEORY_TEST_MEMO"
+_MEMO_ENV = "ICLTHEORY_TEST_MEMO"
 
 
-def _claim_of(item) -> str | None:
-    spec = getattr(item, "callspec", None)
-    claim = spec.params.get("claim") if spec is not None else None
-    return getattr(claim, "id", claim) if isinstance(getattr(claim, "id", claim), str) else None
+@functools.lru_cache(maxsize=1)
+def _claim_ids() -> tuple[str, ...]:
+    from icltheory.core import all_claims
+
+    return tuple(sorted((c.id for c in all_claims()), key=len, reverse=True))
+
+
+def _group(nodeid: str) -> str:
+    """The unit of work a test belongs to: the planted error it runs (parameter id
+    ``CLAIM:SIDE:TARGET``: runs of one planted error share the theory derived under it), else
+    the claim it is parametrized by (its id opens the parameter id: the claim's shared
+    measurements), else the test itself."""
+    if "[" not in nodeid:
+        return nodeid
+    params = nodeid[nodeid.index("[") + 1:]
+    claim = next((cid for cid in _claim_ids() if params.startswith(cid)
+                  and params[len(cid):len(cid) + 1] in (":", "-", "]")), None)
+    if claim is None:
+        return nodeid
+    rest = params[len(claim):].rstrip("]")
+    if rest.startswith((":theory:", ":measurement:")):
+        return "planted error" + rest
+    return claim
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist's default distribution (``-n``), the tests of one unit (``_group``)
+    run on one worker, so what they share is computed once there; every other test is its own
+    unit, as in ``load``."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByClaim(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return ByClaim(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        claim = _claim_of(item)
-        if claim is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
-            item.add_marker(pytest.mark.xdist_group(claim))
     if THOROUGH:
         return
     skip = pytest.mark.skip(reason="heavy check: run with HYPOTHESIS_PROFILE=thorough")

@@ -59,6 +59,8 @@ def cache(tmp_path, monkeypatch):
     yield mod
     _cache._clear_memory()
     _cache._source_hash.cache_clear()
+    for k in [k for k in _cache._under_patch if k[1].startswith(name)]:
+        del _cache._under_patch[k]
     sys.modules.pop(name, None)
 
 
@@ -150,6 +152,25 @@ def test_patched_code_never_reads_or_writes_the_cache(cache):
     assert _fresh_call(cache, 11)["value"] == 33 and len(cache.CALLS) == n + 1
 
 
+def test_a_named_patch_reuses_what_was_derived_under_it(cache):
+    """rederive(key): values derived under a patch are reused by a later block with the same key
+    (the same patched code), never by a block with another key, none, or outside any block."""
+    def under(key, factor, n=3):
+        with _cache.rederive(key=key), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(cache, "FACTOR", factor)
+            return cache.table(n)["value"]
+
+    assert under(("plant", 1), 100) == 300 and len(cache.CALLS) == 1
+    assert under(("plant", 1), 100) == 300 and len(cache.CALLS) == 1  # reused
+    assert under(("plant", 2), 7) == 21 and len(cache.CALLS) == 2  # another patch: derived
+    assert under(None, 100) == 300 and len(cache.CALLS) == 3  # no key: derived
+    assert under(("plant", 1), 100, n=4) == 400 and len(cache.CALLS) == 4  # other arguments
+    with _cache.rederive(key=("plant", 1)), _cache.rederive(key=("plant", 1)):
+        cache.table(3)  # nested blocks: two patches at once, no reuse
+    assert len(cache.CALLS) == 5
+    assert _fresh_call(cache, 3)["value"] == 9  # outside: the real code's value
+
+
 def test_the_planted_error_harness_works_inside_rederive(monkeypatch):
     import icltheory.testing as itest
     from icltheory.core import PlantedError
@@ -160,7 +181,7 @@ def test_the_planted_error_harness_works_inside_rederive(monkeypatch):
     with itest.planted(error):
         assert not _cache.disk_cache_enabled()
     assert seen == ["clear", "clear"]
-    assert _cache._off["scopes"] == 0
+    assert _cache._off["scopes"] == 0 and _cache._scope_keys == []
 
 
 def test_clear_caches_turns_the_disk_cache_off_for_the_process(cache):

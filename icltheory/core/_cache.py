@@ -24,8 +24,10 @@ on the same machine already derived:
 * **Patched code.** A planted error (or any monkeypatch) changes the code in memory, not its
   source, so the key cannot see it.  Code that patches the theory therefore works inside
   :func:`rederive` (the planted-error harness does), where memoised values are dropped on entry
-  and exit and the disk cache is neither read nor written; and :func:`clear_caches` — what
-  patching code called before — also turns the disk cache off for the rest of the process.
+  and exit and the disk cache is neither read nor written (a block given a key that names its
+  patch reuses, in memory, what an earlier block with that key derived); and
+  :func:`clear_caches` — what patching code called before — also turns the disk cache off for
+  the rest of the process.
 
 A derived value must pickle (SymPy expressions and :class:`~icltheory.core.Derivation` do;
 a lambdified function does not: keep the expression, e.g. ``icltheory.symbolic.lowered``).
@@ -57,6 +59,11 @@ _TMP_PREFIX = ".tmp-"
 #: reasons the disk cache is off in this process (a patch in progress, or clear_caches called)
 _off = {"scopes": 0, "cleared": False}
 _MISS = object()
+#: the keys of the open :func:`rederive` blocks (innermost last) and what was derived under
+#: each key (a key names one patch: the same key means the same patched code)
+_scope_keys: list[Any] = []
+_under_patch: dict[tuple[Any, str, str], Any] = {}
+_UNDER_PATCH_MAX = 512
 
 
 def cached(fn: F | None = None, *, maxsize: int | None = 64) -> Any:
@@ -100,14 +107,21 @@ def clear_caches() -> None:
 
 
 @contextmanager
-def rederive() -> Iterator[None]:
+def rederive(key: Any = None) -> Iterator[None]:
     """A block that may patch the theory: memoised values are dropped on entry and on exit, and
-    inside it nothing is read from or written to the disk cache."""
+    inside it nothing is read from or written to the disk cache.
+
+    ``key`` (hashable) names the patch when the block installs one and only one, the same each
+    time the key is given (the planted-error harness passes the planted error): ``@derived``
+    values made inside such a block are kept in memory under the key, so another block with
+    the same key — the same patched code — reuses them instead of deriving again."""
     _clear_memory()
     _off["scopes"] += 1
+    _scope_keys.append(key)
     try:
         yield
     finally:
+        _scope_keys.pop()
         _off["scopes"] -= 1
         _clear_memory()
 
@@ -259,6 +273,8 @@ def _write(path: Path, key: str, value: Any) -> None:
 
 
 def _load_or_derive(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    if _off["scopes"]:
+        return _derive_under_patch(f, args)
     if not disk_cache_enabled() or not _plain_args(args):
         return f(*args)
     key = _key(f, args)
@@ -269,6 +285,21 @@ def _load_or_derive(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     value = f(*args)
     if disk_cache_enabled():  # still: the derivation did not start a patch
         _write(path, key, value)
+    return value
+
+
+def _derive_under_patch(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """Inside :func:`rederive`: derive, or reuse what a block with the same key derived."""
+    key = _scope_keys[-1] if len(_scope_keys) == 1 else None  # nested blocks: no reuse
+    if key is None or not _plain_args(args):
+        return f(*args)
+    k = (key, f"{f.__module__}.{f.__qualname__}", repr(args))
+    if k in _under_patch:
+        return _under_patch[k]
+    value = f(*args)
+    if len(_under_patch) >= _UNDER_PATCH_MAX:
+        _under_patch.pop(next(iter(_under_patch)))
+    _under_patch[k] = value
     return value
 
 
