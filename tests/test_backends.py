@@ -62,6 +62,7 @@ def test_the_kernel_matches_a_plain_numpy_loop():
     assert np.allclose(trace["loss"][-1], m.mse(model.theta(q)), rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("separate", [False, True])
 def test_torch_matches_numpy(separate):
     tb = _torch_or_skip()
@@ -75,6 +76,7 @@ def test_torch_matches_numpy(separate):
         assert np.allclose(pa[k], pb[k], rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_sigmoid_with_torch_backend():
     _torch_or_skip()
     c = get_claim("linattn.merged.sigmoid")
@@ -171,6 +173,7 @@ def test_linear_attention_softmax_trainer_torch_matches_numpy():
         assert la[-1] < la[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", ["nonlinear.rescaling", "nonlinear.final-attention"])
 def test_nonlinear_claims_same_verdict_on_torch(claim_id):
     _torch_or_skip()
@@ -335,6 +338,7 @@ def _assert_close_tree(a, b, path=""):
         assert a == b, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
 def test_catgd_claims_same_verdict_on_torch(claim_id):
     """The two training claims at --profile quick on numpy and on torch: the same verdict and the

@@ -233,6 +233,7 @@ print(len(mod.CALLS))
 """
 
 
+@pytest.mark.slow
 def test_concurrent_processes_agree(cache, tmp_path):
     """Four processes read and write the same entry at once (each forgets its memory between
     calls, so each call reads the disk or derives and writes): every value is right and one

@@ -277,6 +277,7 @@ def test_equivariance_planted_error():
     assert _check("catgd.equivariance", predict={"max_loss_change": "1e-3"}).verdict == "fails"
 
 
+@pytest.mark.slow
 def test_stationarity_holds_and_negative_controls_fail():
     """Default: 16000 antithetic pairs per sample (standard).  The controls run at the quick
     profile (5000 pairs): at 20000 pairs they come out at |z| ≈ 17 (anisotropic, traceless
@@ -383,6 +384,7 @@ def test_stationarity_zeros_the_mask_does_not_explain_are_caught():
     assert failed == ["number of exactly-zero gradient entries = the layout's structural zeros"], failed
 
 
+@pytest.mark.slow
 def test_training_claim_and_controls():
     v = _check("catgd.training", profile="quick")
     assert v.verdict == "holds", v.reasons
@@ -392,6 +394,7 @@ def test_training_claim_and_controls():
     assert bad.verdict == "fails"
 
 
+@pytest.mark.slow
 def test_depth_claim_and_control():
     """More layers help (the GD model, warm-started deeper model against the same model trained
     for the same extra steps); a planted gain bound of 1 nat fails."""

@@ -117,6 +117,7 @@ PLANTED = [(c, p) for c in MIGRATED for p in c.planted_errors]
 
 @pytest.mark.parametrize("claim, error", PLANTED,
                          ids=[f"{c.id}:{p.side}:{p.target.split(':')[-1]}" for c, p in PLANTED])
+@pytest.mark.slow
 def test_planted_errors_fail(claim: Claim, error):
     c, s, m, _ = _default_run(claim.id)  # the clean measurement, when the error's setting is s
     v = itest.run_planted(claim, error, independence=True, unplanted=(s, m))
@@ -124,6 +125,7 @@ def test_planted_errors_fail(claim: Claim, error):
                                        f"\n{v.summary()}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", MIGRATED, ids=_ids(MIGRATED))
 def test_recorded_setting_reproduces(claim: Claim):
     c, s, m, v = _default_run(claim.id)
@@ -246,6 +248,7 @@ def _draws(claim: Claim) -> int:
     return max(least, min(most, int(seconds / max(_memo.cost(claim.id), 1e-3))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", TRUE_CLAIMS, ids=_ids(TRUE_CLAIMS))
 def test_no_false_fails_at_random_settings(claim: Claim):
     """A true claim never says ``fails`` at a random valid setting and seed (profile quick);

@@ -145,6 +145,7 @@ def test_embedding_puts_the_heads_in_the_relevant_block():
 # ----------------------------------------------------------------------------- the claims
 
 
+@pytest.mark.slow
 def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
     c = get_claim("linattn.separate.drop-times")
     s = DropTimesSetting.parse({"profile": "quick"})
@@ -162,6 +163,7 @@ def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():
     assert v.verdict == "inconclusive" and any("raise P" in r for r in v.reasons), v.summary()
 
 
+@pytest.mark.slow
 def test_init_scale_wrong_lazy_rate_fails():
     k = get_claim("linattn.init-scale").constants(LazyInitScaleSetting.parse({"profile": "quick"}))
     v = _run("linattn.init-scale", predict={"lazy_rate": repr(1.1 * k["lazy_rate"])})

@@ -319,6 +319,7 @@ def test_scalar_ode_out_of_budget_is_inconclusive():
     assert all(c.passed for c in v.checks) and len(v.checks) >= 5  # the flow checks still ran
 
 
+@pytest.mark.slow
 def test_rank_structure_and_control():
     v = _run("linattn.separate.rank", {"R": 4, "seeds": 2})
     assert v.verdict == "holds", v.summary()
@@ -336,6 +337,7 @@ def test_rank_structure_and_control():
     assert v.measured["n_plateaus"][0] == [3]
 
 
+@pytest.mark.slow
 def test_init_scale_and_controls():
     assert _run("linattn.init-scale").verdict == "holds"
     assert _run("linattn.init-scale", predict={"attn_s_loglog_slope": "-2"}).verdict == "fails"

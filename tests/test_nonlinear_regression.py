@@ -379,6 +379,7 @@ def test_oscillation_holds_and_wrong_bounds_fail():
         "then decays slowly: (t_half − t_peak)/t_peak > slow_decay_min"]
 
 
+@pytest.mark.slow
 def test_final_attention_per_prompt_binomial():
     v = _run("nonlinear.final-attention")
     assert v.verdict == "holds", v.summary()

@@ -263,6 +263,7 @@ def test_large_R_gives_finite_constants_and_a_verdict():
         assert _run(cid, {"R": 5}).verdict == "holds"
 
 
+@pytest.mark.slow
 def test_candidate_verdicts():
     s = {"n": 4, "d": 3, "R": 2}
     v = _run("softmaxreg.candidate", {**s, "candidate": "0.5"})
@@ -393,6 +394,7 @@ def test_bad_input_exits_2(bad, capsys):
     assert err.startswith("icltheory: error:") and "\n" not in err
 
 
+@pytest.mark.slow
 def test_constants_never_inf_or_nan(capsys):
     assert main(["constants", "softmaxreg.lipschitz", "--set", "R=10", "bnb_boxes=20000",
                  "--json"]) == 0
@@ -678,6 +680,7 @@ def _candidate_band_sides(setting, profile):
             bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
 
 
+@pytest.mark.slow
 def test_candidate_answers_outside_the_band_at_n3():
     _candidate_band_sides({"n": 3, "d": 2, "R": 1, "bnb_boxes": 20_000, "samples": 100,
                            "refine": 0}, "quick")

@@ -164,6 +164,7 @@ def _individual_checks(capsys, rows) -> dict[tuple, dict]:
 
 @pytest.mark.parametrize("executor", ["local", "processes",
                                       pytest.param("dask", marks=needs_dask)])
+@pytest.mark.slow
 def test_sweep_equals_individual_checks(example, tmp_path, capsys, executor):
     """12 runs, cell for cell the same verdicts and numbers as `icltheory check` runs."""
     res = run_sweep(CLAIM, {"N": [2, 5, 10], "D": [1, 3]}, seeds=[0, 1], profile="quick",
@@ -181,6 +182,7 @@ def test_sweep_equals_individual_checks(example, tmp_path, capsys, executor):
     assert [_same_numbers(r.result) for r in stored] == [_same_numbers(r.result) for r in res]
 
 
+@pytest.mark.slow
 @needs_dask
 def test_dask_at_a_scheduler_address(example):
     """--scheduler: the sweep runs on an existing cluster (here a LocalCluster on 127.0.0.1)."""
@@ -249,6 +251,7 @@ def _lines(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_completes_with_each_run_once(example, tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(_DRIVER.format(examples=str(EXAMPLES), pause=_PAUSE))
