@@ -385,10 +385,28 @@ def _cmd_boundary(args: argparse.Namespace) -> int:
     return explore_cli.run_boundary(args)
 
 
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from .core import _cache
+
+    if args.action == "clear":
+        n = _cache.cache_clear()
+        print(f"deleted {n} cache file(s) from {_cache.cache_info()['folder']}")
+        return EXIT_OK
+    info = _cache.cache_info()
+    if args.json:
+        print(dumps(info))
+        return EXIT_OK
+    state = "on" if info["enabled"] else f"off ({info['why_off']})"
+    print(f"folder:  {info['folder']}\ndisk cache: {state}\n"
+          f"entries: {info['entries']} ({info['bytes'] / 1e6:.2f} MB)")
+    return EXIT_OK
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": _cmd_list, "describe": _cmd_describe, "check": _cmd_check,
     "constants": _cmd_constants, "derive": _cmd_derive, "report": _cmd_report,
     "sweep": _cmd_sweep, "refute": _cmd_refute, "boundary": _cmd_boundary,
+    "cache": _cmd_cache,
 }
 
 assert EXIT_BAD_INPUT == 2  # documented in icltheory._cli

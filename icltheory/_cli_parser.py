@@ -179,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep_cli.add_parser(sub)
     explore_cli.add_parsers(sub, _common)
+
+    q = command("cache", "show or empty the disk cache of derived theory (each paper's SymPy "
+                "derivations, kept once per machine)")
+    q.add_argument("action", choices=("info", "clear"), metavar="ACTION",
+                   help="info: folder, entries and size; clear: delete every entry")
+    q.add_argument("--json", action="store_true", help="info as JSON")
     return p
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
 from .core import FALSE_FAIL_MAX, Claim, get_claim, judge_claim, measure_claim
@@ -170,13 +171,13 @@ def contract_items(claims: Iterable[str | Claim], *, profile: str = "quick") -> 
                                       "check, not measure and judge): the contract needs both"))
             continue
         d = _Defaults(c, profile)
-        items.append(ContractItem(c.id, "declared", lambda c=c: _declared(c)))
-        items.append(ContractItem(c.id, "defaults", lambda c=c, d=d: _defaults(c, d)))
+        items.append(ContractItem(c.id, "declared", partial(_declared, c)))
+        items.append(ContractItem(c.id, "defaults", partial(_defaults, c, d)))
         for e in c.planted_errors:
             name = f"planted:{e.side}:{e.target.split(':')[-1]}"
-            items.append(ContractItem(c.id, name, lambda c=c, e=e: _planted(c, e)))
-        items.append(ContractItem(c.id, "predictions", lambda c=c, d=d: _predictions(c, d)))
-        items.append(ContractItem(c.id, "reproduces", lambda c=c, d=d: _reproduces(c, d)))
+            items.append(ContractItem(c.id, name, partial(_planted, c, e)))
+        items.append(ContractItem(c.id, "predictions", partial(_predictions, c, d)))
+        items.append(ContractItem(c.id, "reproduces", partial(_reproduces, c, d)))
     return items
 
 

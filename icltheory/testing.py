@@ -41,8 +41,8 @@ from ._contract import ContractItem as ContractItem
 from ._contract import check_contract as check_contract
 from ._contract import contract_items as contract_items
 from ._contract import contract_test as contract_test
-from .core import (Claim, PlantedError, Setting, SettingError, Verdict, clear_caches, get_claim,
-                   judge_claim, measure_claim, run_check)
+from .core import (Claim, Measurement, PlantedError, Setting, SettingError, Verdict, get_claim,
+                   judge_claim, measure_claim, rederive, run_check)
 
 __all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
            "planted_predictions", "raw_settings", "check_contract", "contract_test",
@@ -214,8 +214,9 @@ def assert_fails(claim: str | Claim | Verdict, setting: Setting | dict | None = 
 
 @contextmanager
 def planted(error: PlantedError) -> Iterator[None]:
-    """Install a planted error for the duration of the block (memoised values cleared on entry
-    and exit, so nothing computed with the error outlives it)."""
+    """Install a planted error for the duration of the block (inside :func:`icltheory.core.rederive`:
+    memoised values dropped on entry and exit, the disk cache of derivations neither read nor
+    written, so nothing computed with the error outlives it or hides it)."""
     import inspect
 
     if not isinstance(error, PlantedError):
@@ -243,16 +244,23 @@ def planted(error: PlantedError) -> Iterator[None]:
     replacement = error.replace(original)
     if isinstance(raw, staticmethod):
         replacement = staticmethod(replacement)
-    clear_caches()
-    setattr(obj, name, replacement)
-    try:
-        yield
-    finally:
-        if had:
-            setattr(obj, name, raw)
-        else:
-            delattr(obj, name)
-        clear_caches()
+    # the key names this patch (kept alive with it): runs of the same planted error reuse the
+    # theory derived under it
+    _PLANTED_KEYS.setdefault(id(error), error)
+    with rederive(key=("planted error", id(error))):
+        setattr(obj, name, replacement)
+        try:
+            yield
+        finally:
+            if had:
+                setattr(obj, name, raw)
+            else:
+                delattr(obj, name)
+
+
+#: the planted errors whose patches have run in this process (their ids key the theory derived
+#: under them; held so that an id is never reused)
+_PLANTED_KEYS: dict[int, PlantedError] = {}
 
 
 def _digest(values: Any) -> str:
@@ -261,20 +269,26 @@ def _digest(values: Any) -> str:
     return dumps(values, indent=None)
 
 
-def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False) -> Verdict:
+def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False,
+                unplanted: tuple[Setting, Measurement] | None = None) -> Verdict:
     """The verdict of ``claim`` with ``error`` planted (profile quick unless the error's
     setting says otherwise).  The setting is resolved *before* the error is planted, so a
     theory error does not move a horizon.
 
     ``independence=True`` also asserts that the two sides are independent: a theory-side
     error leaves the measurement bit for bit unchanged, a measurement-side error leaves the
-    predicted constants unchanged (``AssertionError`` otherwise)."""
+    predicted constants unchanged (``AssertionError`` otherwise).  ``unplanted``: a
+    ``(setting, measurement)`` already taken without the error — used as the clean side of that
+    comparison when its setting is the one this run resolves (measurements are deterministic),
+    instead of measuring again."""
     c = _claim(claim)
     setting = c.setting({"profile": "quick", **dict(error.setting)})
     if independence:
-        clear_caches()
         if error.side == "theory":
-            clean = _digest(measure_claim(c, setting).values)
+            if unplanted is not None and unplanted[0] == setting:
+                clean = _digest(unplanted[1].values)
+            else:
+                clean = _digest(measure_claim(c, setting).values)
         else:
             clean = _digest(c.constants(setting))
     with planted(error):

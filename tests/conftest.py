@@ -1,4 +1,4 @@
-"""Test configuration: Hypothesis profiles and the `thorough` marker.
+"""Test configuration: Hypothesis profiles, the `thorough` marker, one xdist worker per claim.
 
 Profiles (``HYPOTHESIS_PROFILE=dev|ci|thorough``; ``ci`` is loaded automatically when ``CI`` is
 set): ``dev`` few examples for a fast edit loop, ``ci`` derandomized and moderate, ``thorough``
@@ -8,6 +8,7 @@ many examples.  Tests marked ``@pytest.mark.thorough`` (heavy checks) run only u
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -33,6 +34,70 @@ settings.load_profile(_PROFILE)
 PROFILE_NAME = _PROFILE
 
 THOROUGH = _PROFILE == "thorough" or os.environ.get("ICLTHEORY_THOROUGH") == "1"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # the session's folder of shared measurements (tests/_memo.py), made by the controller
+    # before the workers start (they inherit the variable) and removed at the end
+    if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(_MEMO_ENV):
+        import tempfile
+
+        config._icltheory_memo = tempfile.mkdtemp(prefix="icltheory-test-memo-")
+        os.environ[_MEMO_ENV] = config._icltheory_memo
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_icltheory_memo", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(_MEMO_ENV, None)
+
+
+_MEMO_ENV = "ICLTHEORY_TEST_MEMO"
+
+
+@functools.lru_cache(maxsize=1)
+def _claim_ids() -> tuple[str, ...]:
+    from icltheory.core import all_claims
+
+    return tuple(sorted((c.id for c in all_claims()), key=len, reverse=True))
+
+
+def _group(nodeid: str) -> str:
+    """The unit of work a test belongs to: the planted error it runs (parameter id
+    ``CLAIM:SIDE:TARGET``: runs of one planted error share the theory derived under it), else
+    the claim it is parametrized by (its id opens the parameter id: the claim's shared
+    measurements), else the test itself."""
+    if "[" not in nodeid:
+        return nodeid
+    params = nodeid[nodeid.index("[") + 1:]
+    claim = next((cid for cid in _claim_ids() if params.startswith(cid)
+                  and params[len(cid):len(cid) + 1] in (":", "-", "]")), None)
+    if claim is None:
+        return nodeid
+    rest = params[len(claim):].rstrip("]")
+    if rest.startswith((":theory:", ":measurement:")):
+        return "planted error" + rest
+    return claim
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist's default distribution (``-n``), the tests of one unit (``_group``)
+    run on one worker, so what they share is computed once there; every other test is its own
+    unit, as in ``load``."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByClaim(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return ByClaim(config, log)
 
 
 def pytest_collection_modifyitems(config, items):

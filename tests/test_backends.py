@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import _memo
 from icltheory.backends import NumpyBackend, TorchBackend, get_backend
 from icltheory.core import SettingError, get_claim
 from proofs.linear_attention.experiments import _data as data
@@ -61,6 +62,7 @@ def test_the_kernel_matches_a_plain_numpy_loop():
     assert np.allclose(trace["loss"][-1], m.mse(model.theta(q)), rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("separate", [False, True])
 def test_torch_matches_numpy(separate):
     tb = _torch_or_skip()
@@ -74,6 +76,7 @@ def test_torch_matches_numpy(separate):
         assert np.allclose(pa[k], pb[k], rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_sigmoid_with_torch_backend():
     _torch_or_skip()
     c = get_claim("linattn.merged.sigmoid")
@@ -170,13 +173,14 @@ def test_linear_attention_softmax_trainer_torch_matches_numpy():
         assert la[-1] < la[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", ["nonlinear.rescaling", "nonlinear.final-attention"])
 def test_nonlinear_claims_same_verdict_on_torch(claim_id):
     _torch_or_skip()
     from icltheory.core import run_check
 
     c = get_claim(claim_id)
-    vn = run_check(c, c.setting({"profile": "quick"}))
+    vn = _memo.default_run(claim_id)[3]  # numpy: the session's shared default run
     vt = run_check(c, c.setting({"profile": "quick", "backend": "torch"}))
     assert vn.verdict == vt.verdict == "holds"
     for k, x in vn.measured.items():
@@ -334,6 +338,7 @@ def _assert_close_tree(a, b, path=""):
         assert a == b, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
 def test_catgd_claims_same_verdict_on_torch(claim_id):
     """The two training claims at --profile quick on numpy and on torch: the same verdict and the
@@ -344,7 +349,7 @@ def test_catgd_claims_same_verdict_on_torch(claim_id):
     from icltheory.core import run_check
 
     c = get_claim(claim_id)
-    vn = run_check(c, c.setting({"profile": "quick"}))
+    vn = _memo.default_run(claim_id)[3]  # numpy: the session's shared default run
     vt = run_check(c, c.setting({"profile": "quick", "backend": "torch"}))
     assert vn.verdict == vt.verdict == "holds"
     assert vt.setting["backend"] == "torch" and vn.setting["backend"] == "numpy"

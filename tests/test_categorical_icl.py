@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import _memo
 from icltheory._cli import main as cli
-from icltheory.core import get_claim, run_check
+from icltheory.core import get_claim, rederive, run_check
 from proofs.categorical_icl import settings as SET
 from proofs.categorical_icl import theory
 from proofs.categorical_icl.experiments import _data as D
@@ -21,7 +24,8 @@ P = theory.paper()
 
 def _check(cid, profile="standard", predict=None, **setting):
     claim = get_claim(cid)
-    return run_check(claim, claim.setting(setting), profile=profile, predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(claim, claim.setting(setting).with_profile(profile), predict)
 
 
 # ----------------------------------------------------------------------------- backprop
@@ -273,6 +277,7 @@ def test_equivariance_planted_error():
     assert _check("catgd.equivariance", predict={"max_loss_change": "1e-3"}).verdict == "fails"
 
 
+@pytest.mark.slow
 def test_stationarity_holds_and_negative_controls_fail():
     """Default: 16000 antithetic pairs per sample (standard).  The controls run at the quick
     profile (5000 pairs): at 20000 pairs they come out at |z| ≈ 17 (anisotropic, traceless
@@ -343,7 +348,8 @@ def test_components_read_their_own_entries():
             assert abs(sum(c.coef)) < 1e-12  # traceless diagonal
 
 
-def _planted_mask(monkeypatch, entry: str, value: bool):
+@contextmanager
+def _planted_mask(entry: str, value: bool):
     true_mask = _symmetry.structural_zero_mask
 
     def planted(d, dp, K):
@@ -351,31 +357,34 @@ def _planted_mask(monkeypatch, entry: str, value: bool):
         mask[_symmetry.raw_names(d, dp, K).index(entry)] = value
         return mask
 
-    monkeypatch.setattr(_symmetry, "structural_zero_mask", planted)
+    with rederive(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_symmetry, "structural_zero_mask", planted)
+        yield
 
 
-def test_stationarity_planted_wrong_mask_fails(monkeypatch):
+def test_stationarity_planted_wrong_mask_fails():
     """Negative control for the structural-zero check: moving one entry that is not zero by the
     layout (K1[0,u0]: block 1's key reading the context labels) into the mask must fail that check."""
-    _planted_mask(monkeypatch, "K1[0,u0]", True)
-    v = _check("catgd.stationarity", profile="quick", prompts=500)
+    with _planted_mask("K1[0,u0]", True):
+        v = _check("catgd.stationarity", profile="quick", prompts=500)
     assert v.verdict == "fails"
     failed = [c.name for c in v.checks if c.passed is False]
     assert failed and all("structural-zero mask (79 of 143" in name or "structural zeros" in name
                           for name in failed), failed
 
 
-def test_stationarity_zeros_the_mask_does_not_explain_are_caught(monkeypatch):
+def test_stationarity_zeros_the_mask_does_not_explain_are_caught():
     """The other direction: an entry taken out of the mask (Q1[0,v0], zero by the layout) is
     reported as an exact zero outside the mask, and the predicted count of structural zeros fails."""
-    _planted_mask(monkeypatch, "Q1[0,v0]", False)
-    v = _check("catgd.stationarity", profile="quick", prompts=500)
+    with _planted_mask("Q1[0,v0]", False):
+        v = _check("catgd.stationarity", profile="quick", prompts=500)
     assert v.evidence["exact zeros outside the mask at θ0 ∈ S (hand-picked)"] == ["Q1[0,v0]"]
     # the count of exact zeros (78) no longer matches the planted mask's 77: that check fails
     failed = [c.name for c in v.checks if c.passed is False]
     assert failed == ["number of exactly-zero gradient entries = the layout's structural zeros"], failed
 
 
+@pytest.mark.slow
 def test_training_claim_and_controls():
     v = _check("catgd.training", profile="quick")
     assert v.verdict == "holds", v.reasons
@@ -385,6 +394,7 @@ def test_training_claim_and_controls():
     assert bad.verdict == "fails"
 
 
+@pytest.mark.slow
 def test_depth_claim_and_control():
     """More layers help (the GD model, warm-started deeper model against the same model trained
     for the same extra steps); a planted gain bound of 1 nat fails."""
@@ -444,8 +454,9 @@ def test_cli_predict_overrides_are_judged(cid, setting, predict, capsys):
 def test_same_seed_same_numbers():
     for cid, setting in (("catgd.construction", dict(prompts=50, erase="dot", x_dist="gaussian")),
                          ("catgd.stationarity", dict(prompts=200, seed=3))):
-        a = _check(cid, profile="quick", **setting)
-        b = _check(cid, profile="quick", **setting)
+        c = get_claim(cid)
+        s = c.setting({**setting, "profile": "quick"})
+        a, b = run_check(c, s), run_check(c, s)  # two real runs (not the shared measurement)
         assert a.measured == b.measured and a.evidence == b.evidence
 
 

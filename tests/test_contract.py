@@ -16,14 +16,13 @@ import ast
 import dataclasses
 import importlib.util
 import json
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
+import _memo
 import icltheory.testing as itest
-from icltheory.core import (FALSE_FAIL_MAX, Claim, all_claims, judge_claim, load_errors,
-                            measure_claim)
+from icltheory.core import FALSE_FAIL_MAX, Claim, all_claims, judge_claim, load_errors
 from icltheory.report import dumps
 
 CLAIMS = all_claims()
@@ -44,13 +43,10 @@ def test_legacy_claims_are_listed():
     pytest.skip(f"legacy claims (not yet measure/judge): {', '.join(LEGACY)}")
 
 
-@lru_cache(maxsize=None)
 def _default_run(claim_id: str):
-    """One quick measurement per claim at its defaults, shared by the tests below."""
-    c = next(x for x in CLAIMS if x.id == claim_id)
-    s = c.setting({"profile": "quick"})
-    m = measure_claim(c, s)
-    return c, s, m, judge_claim(c, s, m)
+    """One quick run per claim at its defaults, shared by the tests below and by the other test
+    files (tests/_memo.py: once per session)."""
+    return _memo.default_run(claim_id)
 
 
 def _ids(claims):
@@ -121,12 +117,15 @@ PLANTED = [(c, p) for c in MIGRATED for p in c.planted_errors]
 
 @pytest.mark.parametrize("claim, error", PLANTED,
                          ids=[f"{c.id}:{p.side}:{p.target.split(':')[-1]}" for c, p in PLANTED])
+@pytest.mark.slow
 def test_planted_errors_fail(claim: Claim, error):
-    v = itest.run_planted(claim, error, independence=True)
+    c, s, m, _ = _default_run(claim.id)  # the clean measurement, when the error's setting is s
+    v = itest.run_planted(claim, error, independence=True, unplanted=(s, m))
     assert v.verdict == error.expect, (f"planted {error.side} error ({error.what}): {v.verdict}"
                                        f"\n{v.summary()}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", MIGRATED, ids=_ids(MIGRATED))
 def test_recorded_setting_reproduces(claim: Claim):
     c, s, m, v = _default_run(claim.id)
@@ -236,15 +235,26 @@ from hypothesis import settings as hsettings  # noqa: E402
 
 from conftest import PROFILE_NAME  # noqa: E402
 
-_RUNS = {"dev": 3, "ci": 30, "thorough": 300}.get(PROFILE_NAME, 3)
+#: random settings per claim and Hypothesis profile: (at least, at most, CPU seconds): as many
+#: draws as fit in the seconds at the claim's real cost at the quick profile (its default run,
+#: measured in this process), within the bounds
+_RUNS = {"dev": (1, 3, 1.0), "ci": (2, 30, 2.0), "thorough": (300, 300, 0.0)}.get(
+    PROFILE_NAME, (1, 3, 1.0))
 TRUE_CLAIMS = [c for c in MIGRATED if c.expected_default != "fails"]
 
 
+def _draws(claim: Claim) -> int:
+    least, most, seconds = _RUNS
+    return max(least, min(most, int(seconds / max(_memo.cost(claim.id), 1e-3))))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", TRUE_CLAIMS, ids=_ids(TRUE_CLAIMS))
 def test_no_false_fails_at_random_settings(claim: Claim):
-    """A true claim never says ``fails`` at a random valid setting and seed (profile quick)."""
+    """A true claim never says ``fails`` at a random valid setting and seed (profile quick);
+    the number of draws follows the claim's cost (``_RUNS``)."""
 
-    @hsettings(max_examples=_RUNS, deadline=None, database=None,
+    @hsettings(max_examples=_draws(claim), deadline=None, database=None,
                suppress_health_check=list(HealthCheck))
     @given(itest.settings(claim))
     def prop(setting):

@@ -107,6 +107,24 @@ def test_derivation_tiers():
     assert verify_identity(m, sp.Matrix([[x, 1]]))[0] == "refuted"  # shape mismatch
 
 
+def test_a_false_rational_identity_is_refuted_at_the_exact_tier():
+    """lhs − rhs with a nonzero canonical form p/q over the rationals is refuted without the
+    slower tiers; canonical forms that are not such a rational function (algebraic numbers,
+    transcendental functions) still go to them, and true identities stay verified."""
+    x, y = sp.symbols("x y", positive=True)
+    n = sp.Symbol("n", integer=True, positive=True)
+    for lhs, rhs in [((x + y) ** 2, x**2 + y**2), (1 / (x + 1), 1 / x), (sp.Integer(3), 2),
+                     (n * (n + 1), n**2), (sp.Matrix([[x, 1], [y, 2]]), sp.Matrix([[x, 1], [y, 3]]))]:
+        st, tier, detail = verify_identity(lhs, rhs)
+        assert (st, tier) == ("refuted", "exact") and "nonzero rational function" in detail
+    st, tier, _ = verify_identity(sp.sqrt(2) * x, x)  # an irrational coefficient: not this rule
+    assert st == "refuted" and tier != "exact"
+    # (√3 + 1)²/4 − (2 + √3)/2 = 0 although neither side is rational: never refuted here
+    assert verify_identity((sp.sqrt(3) + 1) ** 2 / 4, (2 + sp.sqrt(3)) / 2)[0] == "verified"
+    assert verify_identity(sp.exp(x) * sp.exp(y), sp.exp(x + y))[0] == "verified"
+    assert verify_identity((x**2 - 1) / (x - 1), x + 1)[:2] == ("verified", "exact")
+
+
 def test_derivation_records_and_renders():
     x = sp.Symbol("x", positive=True)
     d = Derivation("demo")

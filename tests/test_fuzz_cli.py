@@ -261,6 +261,7 @@ def _ids(claims):
     return [c.id for c in claims]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", CLAIMS, ids=_ids(CLAIMS))
 def test_setting_values(claim, worker, scratch):
     rows = claim.setting_type.describe()
@@ -296,6 +297,7 @@ def _extremes(claim) -> list[tuple[str, str]]:
     return pairs
 
 
+@pytest.mark.slow
 def test_extreme_values_run(worker, scratch):
     """Each example: a claim, one of its keys, a value known to matter; checked for real."""
     pairs = {c.id: _extremes(c) for c in CLAIMS}
@@ -389,6 +391,7 @@ def test_command_lines(worker, scratch):
     [],
     ["--debug"],
 ])
+@pytest.mark.slow
 def test_known_hard_edges(argv, worker, scratch):
     """The reproduction commands of issue 10 that concern the command line."""
     _case(worker, scratch, argv)

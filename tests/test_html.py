@@ -37,6 +37,7 @@ def report_dir(tmp_path_factory) -> Path:
 # ------------------------------------------------------------------ the pages, without a browser
 
 
+@pytest.mark.slow
 def test_report_html_writes_a_page_per_claim_and_an_index(report_dir):
     names = {p.name for p in report_dir.iterdir()}
     assert {f"{c}.html" for c in CLAIMS} | {"index.html", "index.md"} <= names
@@ -54,6 +55,7 @@ def _figures(report_dir: Path, claim: str) -> int:
     return len(json.loads((report_dir / f"{claim}.json").read_text())["figures"])
 
 
+@pytest.mark.slow
 def test_pages_are_self_contained(report_dir):
     assert sum(_figures(report_dir, c) for c in CLAIMS) >= 2
     for c in CLAIMS:

@@ -11,7 +11,8 @@ import pytest
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize_scalar
 
-from icltheory.core import get_claim, judge_claim, measure_claim, run_check
+import _memo
+from icltheory.core import get_claim, judge_claim, measure_claim
 from proofs.linear_attention import theory
 from proofs.linear_attention.experiments import _drop_times as dtx
 from proofs.linear_attention.experiments import _init_regimes as regimes
@@ -24,7 +25,8 @@ LAM, N = (0.4, 0.3, 0.2, 0.1), 31
 
 def _run(cid, setting=None, predict=None, profile="quick"):
     c = get_claim(cid)
-    return run_check(c, c.setting(setting or {}), profile=profile, predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting(setting or {}).with_profile(profile), predict)
 
 
 def _c(lam):
@@ -60,21 +62,17 @@ def test_decay_rate_matches_the_integrated_scalar_ode():
     assert k["lazy_rate"] == pytest.approx(min(k["lazy_rates"]))
 
 
-def test_lazy_derivation_verifies_and_a_wrong_root_is_refuted(monkeypatch):
-    from icltheory.core import CheckContext, clear_caches
+def test_lazy_derivation_verifies_and_a_wrong_root_is_refuted():
+    from icltheory.core import CheckContext, rederive
 
     ctx = CheckContext(predicted={}, profile="quick", seed=0)
     ctx.verify_derivation(lazy.lazy_regime().derivation)
     assert ctx.checks[-1].passed
-    monkeypatch.setattr(lazy, "U_CRIT_CUBED", lazy.U_CRIT_CUBED / 2)
-    clear_caches()
-    try:
+    with rederive(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lazy, "U_CRIT_CUBED", lazy.U_CRIT_CUBED / 2)
         ctx = CheckContext(predicted={}, profile="quick", seed=0)
         ctx.verify_derivation(lazy.lazy_regime().derivation)
         assert ctx.checks[-1].passed is False
-    finally:
-        monkeypatch.undo()
-        clear_caches()
 
 
 # ----------------------------------------------------------------------------- large-init readings
@@ -147,6 +145,7 @@ def test_embedding_puts_the_heads_in_the_relevant_block():
 # ----------------------------------------------------------------------------- the claims
 
 
+@pytest.mark.slow
 def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
     c = get_claim("linattn.separate.drop-times")
     s = DropTimesSetting.parse({"profile": "quick"})
@@ -164,6 +163,7 @@ def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():
     assert v.verdict == "inconclusive" and any("raise P" in r for r in v.reasons), v.summary()
 
 
+@pytest.mark.slow
 def test_init_scale_wrong_lazy_rate_fails():
     k = get_claim("linattn.init-scale").constants(LazyInitScaleSetting.parse({"profile": "quick"}))
     v = _run("linattn.init-scale", predict={"lazy_rate": repr(1.1 * k["lazy_rate"])})

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import _memo
 from icltheory.core import get_claim, run_check
 from proofs.linear_attention import theory
 from proofs.linear_attention.experiments import _data as data
@@ -84,7 +85,8 @@ def test_beta_moments_by_monte_carlo():
 
 def _run(cid, profile="quick", predict=None, **kw):
     claim = get_claim(cid)
-    return run_check(claim, claim.setting(kw), profile=profile, predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(claim, claim.setting(kw).with_profile(profile), predict)
 
 
 def test_fixed_points_constants_match_paper():
@@ -138,8 +140,10 @@ def test_divergence_is_inconclusive():
 
 
 def test_determinism():
-    a = _run("linattn.merged.fixed-points", seed=3).measured
-    b = _run("linattn.merged.fixed-points", seed=3).measured
+    c = get_claim("linattn.merged.fixed-points")
+    s = c.setting({"seed": 3, "profile": "quick"})
+    a = run_check(c, s).measured  # two real runs (not the session's shared measurement)
+    b = run_check(c, s).measured
     assert a == b
 
 

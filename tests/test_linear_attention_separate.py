@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as hst
 
+import _memo
 from icltheory._cli import main as cli_main
 from icltheory.core import get_claim, run_check
 from icltheory.dynamics import Plateau, detect_plateaus, slowest_point_level, threshold_times
@@ -25,7 +26,8 @@ from proofs.linear_attention.settings import code_to_paper
 
 def _run(cid, setting=None, predict=None, profile="quick"):
     c = get_claim(cid)
-    return run_check(c, c.setting(setting or {}), profile=profile, predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting(setting or {}).with_profile(profile), predict)
 
 
 def _nplus1_levels(lambdas, N):
@@ -317,6 +319,7 @@ def test_scalar_ode_out_of_budget_is_inconclusive():
     assert all(c.passed for c in v.checks) and len(v.checks) >= 5  # the flow checks still ran
 
 
+@pytest.mark.slow
 def test_rank_structure_and_control():
     v = _run("linattn.separate.rank", {"R": 4, "seeds": 2})
     assert v.verdict == "holds", v.summary()
@@ -334,6 +337,7 @@ def test_rank_structure_and_control():
     assert v.measured["n_plateaus"][0] == [3]
 
 
+@pytest.mark.slow
 def test_init_scale_and_controls():
     assert _run("linattn.init-scale").verdict == "holds"
     assert _run("linattn.init-scale", predict={"attn_s_loglog_slope": "-2"}).verdict == "fails"

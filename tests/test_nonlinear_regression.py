@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import _memo
 import icltheory.testing as itest
 from icltheory import _cli
-from icltheory.core import NumericalTrouble, SettingError, get_claim, run_check
+from icltheory.core import NumericalTrouble, SettingError, get_claim
 from icltheory.dynamics import local_slopes, loglog_fit, slope_allowance, threshold_times
 from proofs.nonlinear_regression import CLAIMS, settings, theory
 from proofs.nonlinear_regression.experiments import population, prompts, runs, tasks
@@ -25,7 +26,8 @@ IDS = [c.id for c in CLAIMS]
 
 def _run(cid, setting=None, predict=None, profile="quick"):
     c = get_claim(cid)
-    return run_check(c, c.setting({"profile": profile, **(setting or {})}), predict=predict or {})
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting({"profile": profile, **(setting or {})}), predict)
 
 
 def _failed(v):
@@ -377,6 +379,7 @@ def test_oscillation_holds_and_wrong_bounds_fail():
         "then decays slowly: (t_half − t_peak)/t_peak > slow_decay_min"]
 
 
+@pytest.mark.slow
 def test_final_attention_per_prompt_binomial():
     v = _run("nonlinear.final-attention")
     assert v.verdict == "holds", v.summary()

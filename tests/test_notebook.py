@@ -58,6 +58,7 @@ def test_verdict_and_derivation_render_as_html():
     assert "<math" in html and "power rule" in html and "exact" in html
 
 
+@pytest.mark.slow
 def test_example_notebook_runs(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -160,6 +160,7 @@ def _without_timing(snap: dict[str, bytes]) -> dict[str, bytes]:
     return {k: v for k, v in snap.items() if not k.startswith("timing.")}
 
 
+@pytest.mark.slow
 def test_sigkill_during_report_leaves_sets_complete_or_absent(tmp_path):
     ref_old, ref_new = tmp_path / "ref-old", tmp_path / "ref-new"
     subprocess.run(_report_cmd(ref_old, 1), check=True, capture_output=True)
@@ -257,6 +258,7 @@ def test_ctrl_c_during_a_parallel_report(tmp_path):
 # ------------------------------------------------------------------ -j N
 
 
+@pytest.mark.slow
 def test_parallel_report_is_byte_identical_to_serial(fake_claims, tmp_path, capsys):
     claims = ["testonly.square.mean", REAL, "testonly.square.again"]
     a, b = tmp_path / "j1", tmp_path / "j2"

@@ -13,6 +13,7 @@ import sympy as sp
 from hypothesis import given, target
 from hypothesis import strategies as st
 
+import _memo
 from icltheory._cli import main
 from icltheory.bounds import ExpressionError, certify_le_at, maximize_log, parse_expression
 from icltheory.bounds import spectral_norm_upper
@@ -191,7 +192,8 @@ def test_certify_three_way_and_big_constants():
 
 def _run(cid, setting=None, predict=None, profile="quick"):
     c = get_claim(cid)
-    return run_check(c, c.setting(setting or {}), predict=predict or {}, profile=profile)
+    # measured once per session and setting, judged per call (tests/_memo.py)
+    return _memo.run(c, c.setting(setting or {}).with_profile(profile), predict)
 
 
 def test_vectorization_claim_and_negative_control():
@@ -261,6 +263,7 @@ def test_large_R_gives_finite_constants_and_a_verdict():
         assert _run(cid, {"R": 5}).verdict == "holds"
 
 
+@pytest.mark.slow
 def test_candidate_verdicts():
     s = {"n": 4, "d": 3, "R": 2}
     v = _run("softmaxreg.candidate", {**s, "candidate": "0.5"})
@@ -276,20 +279,16 @@ def test_candidate_verdicts():
                 ).verdict == "holds"
 
 
-def test_candidate_certifies_against_the_theorys_own_bound(monkeypatch):
+def test_candidate_certifies_against_the_theorys_own_bound():
     """Issue 9: a planted coefficient in the derivation must not turn a too-small candidate into
     `holds` (the proved bound is the derivation's own term, whose steps are re-verified)."""
-    from icltheory.core import clear_caches
+    from icltheory.core import rederive
     from proofs.softmax_regression import theory
 
-    monkeypatch.setattr(theory, "softmax_jacobian_bound", lambda: sp.Rational(1, 20))
-    clear_caches()
-    try:
+    with rederive(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(theory, "softmax_jacobian_bound", lambda: sp.Rational(1, 20))
         v = _run("softmaxreg.candidate", {"candidate": "0.2"})
         assert v.verdict == "fails"
-    finally:
-        monkeypatch.undo()
-        clear_caches()
 
 
 def test_expression_limits():
@@ -311,8 +310,10 @@ def test_icl_shift_and_negative_control():
 
 
 def test_same_seed_same_numbers():
-    a = _run("softmaxreg.lipschitz", {"seed": 7, "samples": 100})
-    b = _run("softmaxreg.lipschitz", {"seed": 7, "samples": 100})
+    c = get_claim("softmaxreg.lipschitz")
+    s = c.setting({"seed": 7, "samples": 100, "profile": "quick"})
+    a = run_check(c, s)  # two real runs (not the session's shared measurement)
+    b = run_check(c, s)
     assert a.measured == b.measured
 
 
@@ -393,6 +394,7 @@ def test_bad_input_exits_2(bad, capsys):
     assert err.startswith("icltheory: error:") and "\n" not in err
 
 
+@pytest.mark.slow
 def test_constants_never_inf_or_nan(capsys):
     assert main(["constants", "softmaxreg.lipschitz", "--set", "R=10", "bnb_boxes=20000",
                  "--json"]) == 0
@@ -644,7 +646,7 @@ def _candidate_band_sides(setting, profile):
     certificate (the branch and bound's bounds and point values scaled by 0.9: a lost factor)
     lets the proved bound fall below the certified witness — the claim reports it (`fails`,
     "the proved bound survives the search" refuted) where the correct certificate survives."""
-    from icltheory.core import clear_caches
+    from icltheory.core import rederive
     from proofs.softmax_regression import bnb
 
     def check(k):
@@ -667,18 +669,18 @@ def _candidate_band_sides(setting, profile):
         ub, score = orig(self, lo_, hi_, threshold / 0.9)
         return 0.9 * ub, score
 
-    clear_caches()
-    try:
-        bnb._EigenProblem.upper = planted
-        bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
-        w, checks = check(0.999 * lo)
-        assert w.verdict == "fails" and checks["the proved bound survives the search"] is False
-        assert w.measured["certified_band"][1] < lo
-    finally:
-        bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
-        clear_caches()
+    with rederive():
+        try:
+            bnb._EigenProblem.upper = planted
+            bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
+            w, checks = check(0.999 * lo)
+            assert w.verdict == "fails" and checks["the proved bound survives the search"] is False
+            assert w.measured["certified_band"][1] < lo
+        finally:
+            bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
 
 
+@pytest.mark.slow
 def test_candidate_answers_outside_the_band_at_n3():
     _candidate_band_sides({"n": 3, "d": 2, "R": 1, "bnb_boxes": 20_000, "samples": 100,
                            "refine": 0}, "quick")

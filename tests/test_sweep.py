@@ -141,6 +141,7 @@ def _individual_checks(capsys, rows) -> dict[tuple, dict]:
 
 @pytest.mark.parametrize("executor", ["local", "processes",
                                       pytest.param("dask", marks=needs_dask)])
+@pytest.mark.slow
 def test_sweep_equals_individual_checks(example, tmp_path, capsys, executor):
     """12 runs, cell for cell the same verdicts and numbers as `icltheory check` runs."""
     res = run_sweep(CLAIM, {"N": [2, 5, 10], "D": [1, 3]}, seeds=[0, 1], profile="quick",
@@ -158,6 +159,7 @@ def test_sweep_equals_individual_checks(example, tmp_path, capsys, executor):
     assert [_same_numbers(r.result) for r in stored] == [_same_numbers(r.result) for r in res]
 
 
+@pytest.mark.slow
 @needs_dask
 def test_dask_at_a_scheduler_address(example):
     """--scheduler: the sweep runs on an existing cluster (here a LocalCluster on 127.0.0.1)."""
@@ -197,16 +199,25 @@ def test_dask_absent_is_one_line(example, tmp_path, capsys, monkeypatch):
 
 
 _DRIVER = """
-import sys
+import sys, time
 sys.path.insert(0, {examples!r})
-from icl_example_claims import CLAIMS
+from icl_example_claims import CLAIMS, experiments
 from icltheory.core import register
 register(CLAIMS[0])
+# slow enough to be killed mid-sweep, without spending CPU: every run first sleeps (its numbers
+# are unchanged: the uninterrupted comparison run does not sleep)
+_sample = experiments.sample_features
+def _slow(*args, **kw):
+    time.sleep({pause!r})
+    return _sample(*args, **kw)
+experiments.sample_features = _slow
 from icltheory._cli import main
 sys.exit(main(sys.argv[1:]))
 """
-# slow enough to be killed mid-sweep: 12 runs of a million sequences each
-_SLOW = ["--grid", "N=2,3,4", "--grid", "D=1,2", "--seeds", "0,1", "--set", "P=1000000",
+#: seconds each run of the killed sweep sleeps
+_PAUSE = 0.4
+# 12 runs (3 context lengths × 2 dimensions × 2 seeds) of 20000 sequences each
+_SLOW = ["--grid", "N=2,3,4", "--grid", "D=1,2", "--seeds", "0,1", "--set", "P=20000",
          "--profile", "quick", "--quiet"]
 
 
@@ -217,12 +228,13 @@ def _lines(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_completes_with_each_run_once(example, tmp_path):
     driver = tmp_path / "driver.py"
-    driver.write_text(_DRIVER.format(examples=str(EXAMPLES)))
+    driver.write_text(_DRIVER.format(examples=str(EXAMPLES), pause=_PAUSE))
     cmd = [sys.executable, str(driver), "sweep", CLAIM, *_SLOW, "--out", str(tmp_path / "b")]
     plan = plan_sweep(CLAIM, {"N": [2, 3, 4], "D": [1, 2]}, seeds=[0, 1],
-                      base={"P": 1000000}, profile="quick")
+                      base={"P": 20000}, profile="quick")
     store = tmp_path / "b" / plan.name / STORE_NAME
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
@@ -242,7 +254,7 @@ def test_kill_9_then_rerun_completes_with_each_run_once(example, tmp_path):
     assert len(lines) == 12 and sorted(keys) == sorted(c.key for c in plan.cells)
     # equal to an uninterrupted run
     whole = run_sweep(plan.claim, {"N": [2, 3, 4], "D": [1, 2]}, seeds=[0, 1],
-                      base={"P": 1000000}, profile="quick", out=tmp_path / "a")
+                      base={"P": 20000}, profile="quick", out=tmp_path / "a")
     _, resumed = records(tmp_path / "b")
     assert [_same_numbers(r.result) for r in resumed] == [_same_numbers(r.result)
                                                           for r in whole]

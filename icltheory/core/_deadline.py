@@ -18,6 +18,7 @@ import os
 import signal
 import threading
 import time
+from typing import Iterator
 
 from ._errors import BadInput
 
@@ -77,7 +78,7 @@ class TimeLimitReached(BaseException):
 
 
 @contextlib.contextmanager
-def hard_stop(exc_type: type[BaseException] = TimeLimitReached):
+def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None]:
     """While inside, the time limit also interrupts code that does not tick: a one-shot
     ``SIGALRM`` at the deadline raises ``exc_type`` (with :func:`time_limit_reason`) wherever
     the main thread is.  Elsewhere (another thread, no ``setitimer``) nothing is armed and

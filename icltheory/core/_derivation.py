@@ -145,13 +145,29 @@ def _entries(e: Any) -> list:
     return [sp.sympify(e)]
 
 
-def _exact_zero(d: Any) -> bool:
+def _canonical(d: Any) -> Any:
+    """``cancel(together(expand(d)))``, or ``None`` when SymPy cannot form it."""
     import sympy as sp
 
     try:
-        return sp.cancel(sp.together(sp.expand(d))) == 0
+        return sp.cancel(sp.together(sp.expand(d)))
     except Exception:
+        return None
+
+
+def _nonzero_rational_function(c: Any) -> bool:
+    """Whether ``c`` (a canonical form ``p/q`` from :func:`_canonical`) is a nonzero rational
+    function with rational coefficients: then ``p`` is a nonzero polynomial, which is not zero
+    on any open set of its symbols (nor on all integer points), so ``lhs = rhs`` is false."""
+    import sympy as sp
+
+    if c is None or c == 0 or not isinstance(c, sp.Expr):
         return False
+    if c.atoms(sp.NumberSymbol) or not all(n.is_Rational for n in c.atoms(sp.Number)):
+        return False
+    if not all(p.exp.is_Integer for p in c.atoms(sp.Pow)):
+        return False
+    return bool(c.is_rational_function(*sorted(c.free_symbols, key=str)))
 
 
 def _random_point(symbols: Any, rnd: random.Random) -> dict[Any, Any]:
@@ -180,10 +196,16 @@ def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> t
     if len(L) != len(R):
         return "refuted", "exact", f"shape mismatch: {len(L)} vs {len(R)} entries"
     diffs = [sp.sympify(a) - sp.sympify(b) for a, b in zip(L, R)]
-    # tier 1: exact (each entry tested once; cancel() is the expensive part)
-    remaining = [d for d in diffs if not _exact_zero(d)]
+    # tier 1: exact (each entry tested once; cancel() is the expensive part).  A nonzero
+    # canonical form of a rational function with rational coefficients refutes at once.
+    canon = [_canonical(d) for d in diffs]
+    remaining = [d for d, c in zip(diffs, canon) if c is None or c != 0]
     if not remaining:
         return "verified", "exact", "cancel(together(lhs − rhs)) == 0"
+    for k, c in enumerate(canon):
+        if _nonzero_rational_function(c):
+            return ("refuted", "exact", f"entry {k}: cancel(together(lhs − rhs)) = {c} ≠ 0, a "
+                    "nonzero rational function")
     # tier 2: equals — only on small expressions (SymPy's equals can run for minutes and
     # gigabytes on a large false identity with exponentials; the numeric tier decides those)
     answers: list[bool | None] = []

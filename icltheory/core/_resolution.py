@@ -71,8 +71,8 @@ def _positions(value: Any) -> list[int | None]:
     if not isinstance(value, (list, tuple)):
         return [None]
     n = len(value)
-    return sorted({round(i * (n - 1) / max(min(n, WRONG_POSITIONS) - 1, 1))
-                   for i in range(min(n, WRONG_POSITIONS))})
+    return [int(i) for i in sorted({round(i * (n - 1) / max(min(n, WRONG_POSITIONS) - 1, 1))
+                                    for i in range(min(n, WRONG_POSITIONS))})]
 
 
 def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
@@ -176,6 +176,6 @@ def resolution_text(record: dict[str, Any]) -> str:
     else:
         size = f"{100 * d:.2g} %" if d >= 1e-4 else f"{d:.2g} (relative)"
     what = {"lower_bound": "a bound stated higher by", "upper_bound": "a bound stated lower by"}
-    prefix = what.get(kind, "an error of")
+    prefix = what.get(str(kind), "an error of")
     tail = "" if record.get("verified") else f" [{record.get('note') or 'not verified'}]"
     return f"{prefix} ≥ {size} fails{tail}"

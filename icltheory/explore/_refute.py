@@ -366,6 +366,7 @@ def refute(claim: str | Claim, fixed: Mapping[str, Any] | None = None, *, budget
     if "profile" in fixed:
         raise BadInput("give the profile with --profile, not --set profile=")
     c.setting({**fixed, "profile": profile})  # bad fixed keys are bad input before any run
+    parts: Sequence[dict[str, Any]]
     if executor == "local" and not workers:
         parts = [search_once(c.id, fixed, profile, seed, float(budget), progress)]
     else:

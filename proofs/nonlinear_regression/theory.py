@@ -32,7 +32,8 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
-from icltheory.core import Derivation, cached
+from icltheory.core import Derivation, derived
+from icltheory.symbolic import lowered
 
 __all__ = ["NonlinearTheory", "theory", "STATED", "gradient_scaling", "gap_rate",
            "flow_antiderivative", "summary_fast_time", "lemma_rate_equation"]
@@ -182,7 +183,7 @@ class NonlinearTheory:
 
 
 def _lambdify(args, expr) -> Callable:
-    return sp.lambdify(args, expr, "numpy")
+    return lowered(args, expr, "numpy")
 
 
 def _number(expr) -> float:
@@ -313,7 +314,7 @@ def _derive_summary(rescaling_T: sp.Expr) -> tuple[Derivation, dict, dict]:
     return d, fns, {"summary_slope_L": _number(s)}
 
 
-@cached
+@derived
 def theory() -> NonlinearTheory:
     """Derive once; every step verified."""
     d1, f1, v1 = _derive_rescaling()

@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from icltheory.bounds import arb_eval
-from icltheory.core import Derivation, cached, verify_identity
+from icltheory.core import Derivation, cached, derived, verify_identity
 
 from . import theory_symbolic as sym
 
@@ -226,7 +226,7 @@ _GROUPS = {
 }
 
 
-@cached
+@derived
 def theory() -> SoftmaxTheory:
     """The one derivation of every constant (no setting enters: terms are in a, r, n)."""
     d = Derivation("Lipschitz constants and target shifts of softmax regression")
@@ -277,7 +277,7 @@ def tensor_trick(n_value: int, d_value: int) -> TensorTrick:
                        _tensor_trick_derivation(min(n_value, 4), min(d_value, 3), n_value * d_value > 1))
 
 
-@cached
+@derived
 def _tensor_trick_derivation(n_value: int, d_value: int, pairing: bool) -> Derivation:
     d = Derivation("tensor trick (row-major vec pairs with A1⊗A2)")
     d.define("A", sp.KroneckerProduct(sp.MatrixSymbol("A_1", n_value, d_value),
@@ -350,7 +350,7 @@ def gradient_theory(n_value: int, d_value: int) -> GradientTheory:
                           _gradient_rows(n_value))
 
 
-@cached
+@derived
 def _gradient_derivation(n_value: int, d_value: int) -> Derivation:
     d = Derivation("structured gradient of both losses in d² form")
     d.say("Chain rule through the blocks: z_j = A_j x with A_j = A1[j,:]⊗A2, so "

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from icltheory.core import Derivation, cached, verify_identity
+from icltheory.core import Derivation, derived, verify_identity
 
 __all__ = ["ReducedHessian", "reduced_hessian", "normalized_form", "rescaled_form"]
 
@@ -84,7 +84,7 @@ class ReducedHessian:
     derivation: Derivation
 
 
-@cached
+@derived
 def _form_verified(loss: str, m: int) -> tuple:
     """(status, tier, detail) of the quadratic-form identity at m logits (once per loss)."""
     z = sp.symbols(f"z0:{m}", real=True)
@@ -119,7 +119,7 @@ def _verify_form(d: Derivation, loss: str, m: int) -> None:
            det, tier=tier or "exact")
 
 
-@cached
+@derived
 def reduced_hessian(loss: str, n: int) -> ReducedHessian:
     """ψ for ``loss`` at n logits, with its derivation (the form verified at n = 3)."""
     d = Derivation(f"the gradient's Lipschitz constant reduced to the logits ({loss} loss)")
@@ -167,7 +167,7 @@ class ReducedMatrix:
     derivation: Derivation
 
 
-@cached
+@derived
 def reduced_matrix(n: int) -> ReducedMatrix:
     """The pencil (K, G) of the normalized loss at n ≥ 2 logits, with its derivation (the
     diagonal form verified against :func:`normalized_form`, exactly, at this n)."""

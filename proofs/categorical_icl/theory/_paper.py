@@ -25,7 +25,8 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-from icltheory.core import Derivation, cached
+from icltheory.core import Derivation, cached, derived
+from icltheory.symbolic import lowered
 
 from . import _derivations, _symmetry
 
@@ -54,31 +55,19 @@ class Paper:
 
     @cached_property
     def functional_gd(self) -> Derivation:
-        return _derivations.functional_gd_derivation()
+        return _section("functional_gd")
 
     @cached_property
     def cross_attention(self) -> tuple[Derivation, Derivation]:
-        return (_derivations.cross_attention_derivation(2), _derivations.cross_attention_derivation(3))
+        return _section("cross_attention")
 
     @cached_property
     def kernels(self) -> Derivation:
-        d = Derivation("the update head's normalised kernels")
-        d.say(r"Score of the update head with $Q=K=\sqrt s\,S_x$: $s\,x_j^\top x_i$ (dot kinds), "
-              r"$-s\lVert x_j-x_i\rVert^2$ (rbf), $-\sqrt s\lVert x_j-x_i\rVert_1$ (laplacian); the "
-              r"mean kinds divide by $N$, the softmax normalises over the $N$ context points.")
-        d.define("κ̃ linear", _s * _dot / _n, "s x_jᵀx_i / N")
-        d.define("κ̃ exp", sp.exp(_s * _dot) / _n, "e^{s x_jᵀx_i} / N")
-        d.define("κ̃ rbf", sp.exp(-_s * _sq) / _n, "e^{−s‖x_j − x_i‖²} / N")
-        d.define("κ̃ laplacian", sp.exp(-sp.sqrt(_s) * _l1) / _n, "e^{−√s‖x_j − x_i‖₁} / N")
-        d.define("softmax logit", _s * _dot, "κ̃ = softmax_i(s x_jᵀx_i), no 1/N")
-        t = sp.Symbol("t", real=True)
-        d.step("the softmax kernel is shift invariant", sp.exp(_s * _dot - t) / sp.exp(-t),
-               sp.exp(_s * _dot), "subtracting max_i of the logits changes nothing (stable evaluation)")
-        return d
+        return _section("kernels")
 
     @cached_property
     def equivariance(self) -> Derivation:
-        return _symmetry.equivariance_derivation()
+        return _section("equivariance")
 
     def view(self, title: str, *parts: Derivation) -> Derivation:
         """One claim's view: the named sections' terms, text and (already verified) steps."""
@@ -89,7 +78,7 @@ class Paper:
     def _kernel_fns(self) -> dict:
         t = self.kernels.terms
         args = (_s, _dot, _sq, _l1, _n)
-        return {k: sp.lambdify(args, t[f"κ̃ {k}"] if k != "softmax" else t["softmax logit"], "numpy")
+        return {k: lowered(args, t[f"κ̃ {k}"] if k != "softmax" else t["softmax logit"], "numpy")
                 for k in KERNEL_NAMES}
 
     def kernel(self, kernel: str, Xq: np.ndarray, Xk: np.ndarray, scale: float) -> np.ndarray:
@@ -148,7 +137,7 @@ class Paper:
     def equivariance_residual() -> float:
         """Largest exact residual of the parameter map (0 when the map is right)."""
         worst = 0.0
-        for r in _symmetry.equivariance_residuals().values():
+        for r in _section("equivariance residuals").values():
             items = list(r) if isinstance(r, sp.MatrixBase) else [r]
             worst = max(worst, max(float(abs(sp.nsimplify(e).subs({s: 1 for s in e.free_symbols})))
                                    for e in items) if items else 0.0)
@@ -167,6 +156,39 @@ class Paper:
     @staticmethod
     def raw_names(d: int, dp: int, K: int) -> list:
         return _symmetry.raw_names(d, dp, K)
+
+
+def _kernels() -> Derivation:
+    """The update head's normalised kernels as SymPy expressions."""
+    d = Derivation("the update head's normalised kernels")
+    d.say(r"Score of the update head with $Q=K=\sqrt s\,S_x$: $s\,x_j^\top x_i$ (dot kinds), "
+          r"$-s\lVert x_j-x_i\rVert^2$ (rbf), $-\sqrt s\lVert x_j-x_i\rVert_1$ (laplacian); the "
+          r"mean kinds divide by $N$, the softmax normalises over the $N$ context points.")
+    d.define("κ̃ linear", _s * _dot / _n, "s x_jᵀx_i / N")
+    d.define("κ̃ exp", sp.exp(_s * _dot) / _n, "e^{s x_jᵀx_i} / N")
+    d.define("κ̃ rbf", sp.exp(-_s * _sq) / _n, "e^{−s‖x_j − x_i‖²} / N")
+    d.define("κ̃ laplacian", sp.exp(-sp.sqrt(_s) * _l1) / _n, "e^{−√s‖x_j − x_i‖₁} / N")
+    d.define("softmax logit", _s * _dot, "κ̃ = softmax_i(s x_jᵀx_i), no 1/N")
+    t = sp.Symbol("t", real=True)
+    d.step("the softmax kernel is shift invariant", sp.exp(_s * _dot - t) / sp.exp(-t),
+           sp.exp(_s * _dot), "subtracting max_i of the logits changes nothing (stable evaluation)")
+    return d
+
+
+@derived
+def _section(name: str):
+    """One section of the paper's derivation (derived once per machine: the disk cache)."""
+    if name == "functional_gd":
+        return _derivations.functional_gd_derivation()
+    if name == "cross_attention":
+        return (_derivations.cross_attention_derivation(2), _derivations.cross_attention_derivation(3))
+    if name == "kernels":
+        return _kernels()
+    if name == "equivariance":
+        return _symmetry.equivariance_derivation()
+    if name == "equivariance residuals":
+        return _symmetry.equivariance_residuals()
+    raise KeyError(name)
 
 
 @cached

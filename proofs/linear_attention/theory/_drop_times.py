@@ -27,7 +27,8 @@ import numpy as np
 import sympy as sp
 from scipy.integrate import solve_ivp
 
-from icltheory.core import Derivation, NumericalTrouble, cached
+from icltheory.core import Derivation, NumericalTrouble, derived
+from icltheory.symbolic import lowered
 
 from . import _population as popm
 from ._paper import paper
@@ -100,13 +101,13 @@ class DropTimeOde:
               "competition for the others. The sequential reduction integrates the diagonal reduction "
               "from drop to drop and, at each drop, zeroes the winning head's other overlaps.")
         self.derivation = d
-        self._e = sp.lambdify((lam, c, m), residual_diagonal(lam, c, m), "numpy")
+        self._e = lowered((lam, c, m), residual_diagonal(lam, c, m), "numpy")
 
     def residual(self, lam, c, m):
         return self._e(lam, c, m)
 
 
-@cached
+@derived
 def drop_time_ode() -> DropTimeOde:
     return DropTimeOde()
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from icltheory.core import Derivation, cached
+from icltheory.core import Derivation, derived
+from icltheory.symbolic import lowered
 
 from . import _population as popm
 
@@ -92,7 +93,7 @@ class LazyRegime:
         self.terms = {"v_c": v_c, "rho": 6 * lam ** sp.Rational(5, 3) * c ** sp.Rational(-1, 3),
                       "u_c": uc3 ** sp.Rational(1, 3)}
         self.derivation = d
-        self._fns = {k: sp.lambdify((lam, c), e, "numpy") for k, e in self.terms.items()}
+        self._fns = {k: lowered((lam, c), e, "numpy") for k, e in self.terms.items()}
 
     def thresholds(self, lambdas, N: int) -> np.ndarray:
         """v_c,d per eigen-direction (balanced weight units)."""
@@ -107,7 +108,7 @@ class LazyRegime:
         return np.broadcast_to(np.asarray(self._fns["rho"](lam_, c), float), lam_.shape).copy()
 
 
-@cached
+@derived
 def lazy_regime() -> LazyRegime:
     """The derivation object (memoised)."""
     return LazyRegime()

@@ -8,8 +8,8 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-from icltheory.core import Derivation, cached
-from icltheory.symbolic import exact, exact_list
+from icltheory.core import Derivation, cached, derived
+from icltheory.symbolic import exact, exact_list, lowered
 
 from . import _population
 from ._dynamics import InitScale, MergedDynamics, ScalarOde, SeparateDynamics
@@ -42,27 +42,27 @@ class Paper:
     # ---------------------------------------------------------------- sections (derived once)
     @cached_property
     def population(self) -> Population:
-        return Population()
+        return _section("population")
 
     @cached_property
     def merged(self) -> MergedDynamics:
-        return MergedDynamics(self.population)
+        return _section("merged")
 
     @cached_property
     def separate(self) -> SeparateDynamics:
-        return SeparateDynamics(self.population)
+        return _section("separate")
 
     @cached_property
     def scalar_ode(self) -> ScalarOde:
-        return ScalarOde(self.population)
+        return _section("scalar_ode")
 
     @cached_property
     def init_scale(self) -> InitScale:
-        return InitScale(self.population)
+        return _section("init_scale")
 
     @cached_property
     def equivalence(self) -> Equivalence:
-        return Equivalence()
+        return _section("equivalence")
 
     def view(self, title: str, *parts: Derivation) -> Derivation:
         """One claim's view: the named sections' terms, text and (already verified) steps."""
@@ -73,7 +73,7 @@ class Paper:
     def _pop_fns(self) -> dict:
         p = self.population
         args = (_population.lam, _population.T, _population.N)
-        return {k: sp.lambdify(args, e, "numpy") for k, e in
+        return {k: lowered(args, e, "numpy") for k, e in
                 (("c", p.c_general), ("drop", p.drop_general), ("m_star", p.m_star_general),
                  ("beta_diag", p.beta_diag_general))}
 
@@ -139,13 +139,13 @@ class Paper:
         s = self.scalar_ode
         y = s.symbols
         pc = (y["lam"], y["c"])
-        return {"c": sp.lambdify((y["lam"], y["T"], y["N"]), s.terms["c"], "mpmath"),
-                "v_star": sp.lambdify(pc, s.terms["v_star"], "mpmath"),
-                "drop": sp.lambdify(pc, s.terms["drop"], "mpmath"),
-                "kappa": sp.lambdify(pc, s.terms["kappa"], "mpmath"),
-                "offset": sp.lambdify(pc, s.terms["offset"], "mpmath"),
-                "naive": sp.lambdify((y["lam"], y["v0"]), s.terms["naive"], "mpmath"),
-                "transit": sp.lambdify((*pc, y["u0"], y["u1"]), s.terms["transit"], "mpmath")}
+        return {"c": lowered((y["lam"], y["T"], y["N"]), s.terms["c"], "mpmath"),
+                "v_star": lowered(pc, s.terms["v_star"], "mpmath"),
+                "drop": lowered(pc, s.terms["drop"], "mpmath"),
+                "kappa": lowered(pc, s.terms["kappa"], "mpmath"),
+                "offset": lowered(pc, s.terms["offset"], "mpmath"),
+                "naive": lowered((y["lam"], y["v0"]), s.terms["naive"], "mpmath"),
+                "transit": lowered((*pc, y["u0"], y["u1"]), s.terms["transit"], "mpmath")}
 
     def scalar_c(self, lam: float, trace: float, N: int) -> float:
         return float(self._scalar_fns["c"](lam, trace, N))
@@ -182,7 +182,7 @@ class Paper:
     # ---------------------------------------------------------------- lowered: init scale
     @cached_property
     def _g_sq(self):
-        return sp.lambdify(_population.lam, self.init_scale.terms["g_sq"], "numpy")
+        return lowered(_population.lam, self.init_scale.terms["g_sq"], "numpy")
 
     def merged_growth_rate(self, lambdas) -> float:
         r"""$\lVert\Lambda^2\rVert_F$: the escape rate of ATTN_M from small init."""
@@ -192,6 +192,20 @@ class Paper:
         """ATTN_M: dT/d ln(1/w) = 1/‖Λ²‖_F; ATTN_S: d ln T/d ln w = 1 − (degree of the flow)."""
         return {"attn_m_slope": 1.0 / self.merged_growth_rate(lambdas),
                 "attn_s_loglog_slope": float(self.init_scale.terms["attn_s_slope"])}
+
+
+_SECTIONS = {"merged": MergedDynamics, "separate": SeparateDynamics, "scalar_ode": ScalarOde,
+             "init_scale": InitScale}
+
+
+@derived
+def _section(name: str):
+    """One section of the paper's derivation (derived once per machine: the disk cache)."""
+    if name == "population":
+        return Population()
+    if name == "equivalence":
+        return Equivalence()
+    return _SECTIONS[name](_section("population"))
 
 
 @cached
