@@ -195,8 +195,12 @@ class _SummaryPrompts(_SummaryModel):
     N: int = Int(32, min=2, max=MAX_N,
                  doc="summary's model: context tokens per prompt (its prompts: noiseless tokens "
                      "on K orthonormal features, labels normalised as in model A)")
-    prompts: int | None = Int(None, min=16, max=MAX_PROMPTS, by_profile=(64, 128, 512),
-                              doc="summary's model: fixed training prompts")
+    prompts: int | None = Int(None, min=16, max=MAX_PROMPTS, by_profile=(256, 256, 1024),
+                              doc="summary's model: fixed training prompts (with fewer than "
+                                  "≈ 32 per feature its readout memorises per-feature label "
+                                  "means through W_V x and the attention on those features "
+                                  "stalls: at K = 8 it stayed at 0.84 with 64 prompts, and with "
+                                  "128 on 2 of 4 seeds; 256 reached 0.97 on every seed tried)")
 
     def _summary_eta(self, L: float) -> float:
         self._summary_width(self.K)
@@ -409,6 +413,11 @@ class FastRateSetting(SweepSetting, _SummaryModel):
             H = _derived("steps_S", rules.horizon, self.K, max(self.thetas_S),
                          self.eta_S * c_fast * Lu[0] ** 2, 4.0)
             self._set("steps_S", _cap(H, "steps_S"))
+
+    def _validate(self) -> None:
+        if self.architecture == "summary" and self.backend != "numpy":
+            raise SettingError("backend", "the summary's model runs on numpy only")
+        super()._validate()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -627,7 +636,7 @@ class TableSetting(_Prompts, _SummaryModel):
     architecture: str = _architecture("summary")
     task: str = Choice("sin", TASK_NAMES, sample=True,
                        doc="task family g (f = L·g, g 1-Lipschitz): linear | sin | relu")
-    K: int = Int(3, min=2, max=MAX_K, sample=(2, 5),
+    K: int = Int(3, min=2, max=MAX_K, sample=(3, 5),
                  doc="number of features (3, 12 tokens: a prompt of about the size of the "
                      "summary's experiment, 15 tokens of two kinds)")
     N: int = Int(12, min=2, max=MAX_N, doc="context tokens per prompt")
@@ -681,10 +690,15 @@ class TableSetting(_Prompts, _SummaryModel):
         for L in Lu:
             rules.check_eta_L2(self.eta, L, "Ls")
         if self.steps is None:
-            factor = 2.0 if self.architecture == "paper" else 1.25
+            factor = 2.0 if self.architecture == "paper" else 1.25  # see the key's doc
             H = _derived("steps", rules.horizon, self.K, self.theta,
                          self.eta * c_fast * Lu[1] ** 2, factor, 0)
             self._set("steps", _cap(H, "steps"))
+
+    def _validate(self) -> None:
+        if self.architecture == "summary" and self.backend != "numpy":
+            raise SettingError("backend", "the summary's model runs on numpy only")
+        super()._validate()
 
 
 # ----------------------------------------------------------------------------- near-duplicates

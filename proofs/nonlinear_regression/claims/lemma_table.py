@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
 
 from ..settings import LemmaRateSetting, TableSetting
@@ -267,6 +268,7 @@ class SummaryTable(Claim):
                  r"T_\theta(L_1)>T_\theta(L_2)\quad(L\in\{0.5,1,2,5\};\ \text{sign tests over "
                  r"seeds})")
     setting_type = TableSetting
+    backends = ("numpy", "torch")  # model B's trainer in the paper's architecture
     predictions = {
         "attention_trend": Prediction("direction of the final attention in L stated by the "
                                       "table (+1: increasing)", formula="+1",
@@ -310,7 +312,7 @@ class SummaryTable(Claim):
         Ls = list(s.Ls)
         if s.architecture == "paper":
             return summary_runs.table_paper(batches, Ls, s.eta, s.steps, s.theta,
-                                            tick=run.tick)
+                                            tick=run.tick, xp=get_backend(s.backend))
         W = summary_runs.initial_weights(run.rng(30, s.seeds, 2), s.seeds, s.d, s.width,
                                          s.init_scale)
         return summary_runs.table_summary(batches, Ls, s.eta, s.steps, s.theta, W,

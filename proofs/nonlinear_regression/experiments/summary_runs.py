@@ -212,12 +212,14 @@ def _table_result(attn: np.ndarray, steps: np.ndarray, theta: float, n_seeds: in
 
 
 def table_paper(batches: list[prompts.PromptBatch], Ls, eta: float, steps: int, theta: float,
-                tick=None) -> dict:
+                tick=None, xp=None) -> dict:
     """The paper's architecture (model B: Q only) on each seed's prompts, every L of the table at
-    one step η for ``steps`` steps (runs of one seed share its prompts)."""
+    one step η for ``steps`` steps (runs of one seed share its prompts; ``xp``: model B's array
+    backend)."""
     attn, loss, t = [], [], None
     for i, b in enumerate(batches):
-        tr = prompts.run_prompts(b, Ls, eta, steps, record_every=max(1, steps // 500))
+        tr = prompts.run_prompts(b, Ls, eta, steps, record_every=max(1, steps // 500),
+                                 xp=xp or prompts.NUMPY)
         attn.append(tr["attn"])
         loss.append(tr["loss"])
         t = tr.steps
