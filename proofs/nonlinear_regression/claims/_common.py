@@ -39,7 +39,7 @@ ARCH = {"paper": "the paper's model (one softmax layer, only the key–query mat
 ARCH_SHORT = {"paper": "paper's model", "summary": "summary's model"}
 
 
-def record_architecture(ctx, s, verdict_word: str = "") -> None:
+def record_architecture(ctx, s) -> None:
     """State which architecture was judged (a measured value and the evidence), and that a
     verdict here says nothing about the other architecture."""
     a = s.architecture
