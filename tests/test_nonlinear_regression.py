@@ -218,7 +218,7 @@ def test_derived_defaults_are_resolved_and_recorded():
         for prof in ("quick", "standard"):
             s = cl.setting({"profile": prof})
             rec = s.as_dict()
-            unused = {f"{k}_{m}" for m in "AB" if m not in getattr(s, "model_list", "AB")
+            unused = {f"{k}_{m}" for m in "ABS" if m not in getattr(s, "model_list", "AB")
                       for k in ("eta", "steps", "thetas")}
             assert all(v is not None for k, v in rec.items() if k not in unused), (cid, rec)
             assert cl.setting(rec) == s

@@ -7,7 +7,10 @@ not available; what is confirmed, inferred and wrong in the summary is recorded 
 
 Model (inferred, matching the reviews): one softmax-attention layer with one trainable merged
 key–query matrix :math:`Q`, fixed value path reading the labels, squared loss, plain GD from
-:math:`Q=0`; tasks :math:`f=L\,g` with :math:`g` 1-Lipschitz.
+:math:`Q=0`; tasks :math:`f=L\,g` with :math:`g` 1-Lipschitz.  The summary describes another
+model — W_Q, W_K, W_V, an output w and a bias b all trained, values :math:`W_Vz_j` — and its
+claims take an ``architecture`` key (``paper`` | ``summary``) choosing the model they are
+judged in; each verdict names the one it judged.
 
 Layout:
 
@@ -15,8 +18,9 @@ Layout:
   there by the rules of :mod:`.rules`, so the recorded setting is what ran;
 * :mod:`.theory` — one derivation (SymPy, every step verified), lowered to numbers: the only
   source of predicted numbers;
-* :mod:`.experiments` — model A (exact population GD) and model B (finite prompts); imports
-  nothing from the theory;
+* :mod:`.experiments` — model A (exact population GD), model B (finite prompts) and the
+  summary's model (:mod:`.experiments.summary_model`, finite prompts, hand-written gradients);
+  imports nothing from the theory;
 * :mod:`.claims` — the claims: run an experiment, judge it against the theory.
 """
 

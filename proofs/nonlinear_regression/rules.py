@@ -34,6 +34,19 @@ are generous; a target missed within a derived horizon is ``inconclusive``, neve
 first-step rate of the mean same-feature attention on a pilot of the prompts (in the isotropic
 model A the same rate is :math:`c(K-1)/K^4`); model B measured 1.3–2.2× slower to θ = 0.5 than
 this predicts for K ∈ {3, …, 16}, inside the rule's margin.
+
+**The summary's architecture** (W_Q, W_K, W_V, w and b trained; no exact rescaling, no flow
+derived here).  Its step is :math:`\eta=f/\lambda_0`, with :math:`\lambda_0` the sharpness
+(largest Hessian eigenvalue of the loss) at initialisation at the largest L of the run, measured
+on a pilot draw of the same distribution (:func:`summary_pilot_sharpness`), and ``f`` the
+``step_fraction`` key.  The bias alone has curvature 2 in the summary's loss, so
+:math:`\lambda_0\ge2`.  Training sharpens the loss (the sharpness grew 2–4× on every run tried:
+K ∈ {4, 8}, linear and sin tasks, L ∈ [1, 5]); a run whose final η·sharpness exceeds
+:data:`SUMMARY_MAX_SHARPNESS` is ``inconclusive`` (gradient descent is stable only below 2).
+Horizons of the summary's model are caps (its runs stop at their last threshold) taken as a
+multiple of the paper model's isotropic flow time at the same ηL²: the summary's model reached
+attention 0.5 in 0.2–0.7× and 0.9–0.98 in 0.1–0.35× the flow's ηL²t on those runs; a threshold
+missed within a cap is ``inconclusive``, never ``fails``.
 """
 
 from __future__ import annotations
@@ -47,16 +60,23 @@ from icltheory.core import SettingError, cached, lazy_module
 theory = lazy_module("proofs.nonlinear_regression.theory")
 tasks = lazy_module("proofs.nonlinear_regression.experiments.tasks")
 prompts = lazy_module("proofs.nonlinear_regression.experiments.prompts")
+summary_runs = lazy_module("proofs.nonlinear_regression.experiments.summary_runs")
 
 __all__ = ["MAX_STIFFNESS", "small_step", "horizon", "pilot_B", "pair_curvatures",
-           "check_eta_L2", "STREAM"]
+           "check_eta_L2", "STREAM", "SUMMARY_MAX_SHARPNESS", "summary_pilot_sharpness",
+           "summary_step"]
 
 #: GD follows its flow only while the stiffness stays below this
 MAX_STIFFNESS = 0.5
 #: random streams (``run.rng(k)``): relu covariance of model A, model B features, prompts,
 #: the pilot's covariance and prompts, held-out test prompts
 STREAM = {"cov_A": 1, "features_B": 10, "prompts_B": 11, "pilot_cov": 12, "pilot_prompts": 13,
-          "test_prompts": 14}
+          "test_prompts": 14, "summary_init": 20, "summary_cov": 21, "summary_prompts": 22,
+          "summary_pilot": 23, "table": 30}
+#: the largest η × sharpness a run of the summary's model may end with (GD diverges above 2)
+SUMMARY_MAX_SHARPNESS = 1.5
+#: the summary pilot's prompts (a sharpness estimate needs no more)
+SUMMARY_PILOT_PROMPTS = 128
 #: the pilot uses at most this many floats of prompts (a step-size heuristic needs no more)
 PILOT_FLOATS = 2_000_000
 PILOT_COV_DRAWS = 20_000
@@ -141,3 +161,34 @@ def near_duplicate_curvatures(K: int, d: int, overlap: float, task: str, draws: 
     with np.errstate(all="ignore"):
         C = tasks.population_covariance(task, V, rng(seed, "cov_A"), draws)
     return curvature_range(C, V, "overlap")
+
+
+@cached(maxsize=32)
+def summary_pilot_sharpness(features: str, K: int, d: int, N: int, noise: float, task: str,
+                            prompts_: int, width: int, init_scale: float, L: float,
+                            draws: int, seed: int) -> float:
+    """The sharpness of the summary's loss at initialisation, at scale ``L``, on a pilot draw
+    (its own stream) of at most :data:`SUMMARY_PILOT_PROMPTS` prompts: ``features``
+    ``"orthonormal"`` (noiseless, normalised labels) or ``"random"`` (model B's prompts)."""
+    g = rng(seed, "summary_pilot")
+    M = int(min(prompts_, SUMMARY_PILOT_PROMPTS))
+    with np.errstate(all="ignore"):
+        if features == "orthonormal":
+            batch = summary_runs.orthonormal_prompts(task, K, N, M, draws, g, g)
+        else:
+            V = tasks.random_unit_features(K, d, g)
+            batch = prompts.make_prompts(V, M, N, noise, task, g)
+        W = summary_runs.initial_weights(g, 1, batch.X.shape[-1], width, init_scale)
+        P = summary_runs.summary_model.stack_prompts([batch])
+        sim = summary_runs.summary_model.SummaryGD(P, [L], 1.0, W)
+        lam = float(summary_runs.summary_model.sharpness(sim)[0])
+    if not (math.isfinite(lam) and lam > 0):
+        raise SettingError("step_fraction", "the summary model's sharpness at initialisation "
+                                            "cannot be measured here; set the step η")
+    return lam
+
+
+def summary_step(fraction: float, *pilot) -> float:
+    """The summary's model's step η = fraction / sharpness at initialisation (see the module
+    docstring; ``pilot``: the arguments of :func:`summary_pilot_sharpness`)."""
+    return fraction / summary_pilot_sharpness(*pilot)

@@ -24,12 +24,19 @@ theory = lazy_module("proofs.nonlinear_regression.theory")
 
 __all__ = ["TASK_NAMES", "RescalingSetting", "SweepSetting", "FastRateSetting",
            "ThresholdSetting", "IsotropicSetting", "AsymptoteSetting", "OscillationSetting",
-           "FinalAttentionSetting", "RegimesSetting", "LemmaSetting", "SinglePhaseSetting"]
+           "FinalAttentionSetting", "RegimesSetting", "LemmaSetting", "SinglePhaseSetting",
+           "LemmaRateSetting", "TableSetting", "ARCHITECTURES"]
 
 #: the task families (experiments.tasks.TASKS; a test checks they agree)
 TASK_NAMES = ("linear", "sin", "relu")
 MAX_K, MAX_D, MAX_N, MAX_PROMPTS, MAX_STEPS = 64, 256, 1024, 100_000, 10**9
 MAX_DRAWS = 10_000_000
+#: the two models a summary claim can be judged in (the ``architecture`` key)
+ARCHITECTURES = ("paper", "summary")
+ARCHITECTURE_DOC = ("paper: the paper's model (one softmax layer, only the merged key–query "
+                    "matrix Q trained, values = the labels); summary: the blog summary's model "
+                    "(W_Q, W_K, W_V, output w and bias b all trained, values W_V z_j, tokens "
+                    "z_j = (x_j, y_j)), trained by full-batch GD on finite prompts")
 
 
 def _derived(key: str, fn, *args):
@@ -148,6 +155,69 @@ class _Prompts(_Tasks):
     def _pilot(self) -> tuple[float, float, float]:
         return _derived("d", rules.pilot_B, self.K, self.d, self.N, self.noise, self.task,
                         self.prompts, self.seed)
+
+
+# ----------------------------------------------------------------------------- the summary's model
+
+
+def _architecture(default: str) -> Choice:
+    return Choice(default, ARCHITECTURES, sample=True, doc=ARCHITECTURE_DOC)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SummaryModel(Setting):
+    """Keys of the summary's architecture (recorded whatever the architecture; used only with
+    ``architecture=summary``)."""
+
+    width: int | None = Int(None, min=1, max=MAX_D + 1,
+                            doc="summary's model: rows m of W_Q, W_K, W_V (default: the token "
+                                "dimension d + 1)")
+    init_scale: float = Float(1.0, positive=True, max=100.0,
+                              doc="summary's model: initial weights uniform on ±init_scale/"
+                                  "√fan-in (1 = PyTorch nn.Linear's default, as in the "
+                                  "summary's code)")
+    step_fraction: float | None = Float(None, positive=True, max=1.9,
+                                        by_profile=(0.3, 0.3, 0.2),
+                                        doc="summary's model: the default step η as a fraction "
+                                            "of 1/(the loss's sharpness at initialisation, at "
+                                            "the largest L)")
+
+    def _summary_width(self, d: int) -> None:
+        if self.width is None:
+            self._set("width", d + 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SummaryPrompts(_SummaryModel):
+    """The summary's model on finite prompts of noiseless tokens on orthonormal features (the
+    finite-prompt counterpart of model A; used with ``architecture=summary``)."""
+
+    N: int = Int(32, min=2, max=MAX_N,
+                 doc="summary's model: context tokens per prompt (its prompts: noiseless tokens "
+                     "on K orthonormal features, labels normalised as in model A)")
+    prompts: int | None = Int(None, min=16, max=MAX_PROMPTS, by_profile=(256, 256, 1024),
+                              doc="summary's model: fixed training prompts (with fewer than "
+                                  "≈ 32 per feature its readout memorises per-feature label "
+                                  "means through W_V x and the attention on those features "
+                                  "stalls: at K = 8 it stayed at 0.84 with 64 prompts, and with "
+                                  "128 on 2 of 4 seeds; 256 reached 0.97 on every seed tried)")
+
+    def _summary_eta(self, L: float) -> float:
+        self._summary_width(self.K)
+        return _derived("eta", rules.summary_step, self.step_fraction, "orthonormal", self.K,
+                        self.K, self.N, 0.0, self.task, self.prompts, self.width,
+                        self.init_scale, L, self.cov_draws, self.seed)
+
+    def _summary_step_and_horizon(self, L: float, until: float, factor: float) -> None:
+        """η from the pilot's sharpness; the cap ``factor`` × the paper model's isotropic flow
+        time to ``until`` at the same ηL² (see :mod:`.rules`: the summary's model took 0.1–0.35×
+        the flow's time to attention 0.9–0.98 on every run tried))."""
+        if self.eta is None:
+            self._set("eta", self._summary_eta(L))
+        rules.check_eta_L2(self.eta, L)
+        if self.steps is None:
+            H = _derived("steps", rules.horizon, self.K, until, self.eta * L**2, factor)
+            self._set("steps", _cap(H, "steps"))
 
 
 # ----------------------------------------------------------------------------- rescaling
@@ -280,16 +350,82 @@ class SweepSetting(_Prompts):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FastRateSetting(SweepSetting):
-    """The summary's fast phase: the time to attention 0.5 only."""
+class FastRateSetting(SweepSetting, _SummaryModel):
+    """The summary's fast phase: the time to attention 0.5 only, in the paper's models A/B or in
+    the summary's model (its runs: model B's prompts, one initial draw of the weights shared by
+    every L; the default cap of the smallest L is 4× the paper flow's time to max θ at model B's
+    first-step curvature, of which the summary's model needed 2.7× at K = 8, sin, L = 1)."""
+
+    architecture: str = _architecture("paper")
+    Ls: tuple | None = Floats(None, positive=True, max=1e100, max_len=16,
+                              doc="the L values of the sweep (default 0.5,1,2,4; 1,2,4 in the "
+                                  "summary's model, whose step is capped by its bias's "
+                                  "curvature 2 whatever L: at fixed η an L = 0.5 run would take "
+                                  "4× the L = 1 run's steps)")
+    prompts: int | None = Int(None, min=1, max=MAX_PROMPTS,
+                              doc="fixed training prompts (default by profile: 32 | 250 | 1000 "
+                                  "for model B, 64 | 64 | 256 for the summary's model, whose "
+                                  "every L runs thousands of steps)")
+    thetas_S: tuple | None = Floats(None, positive=True, max_len=16,
+                                    doc="the summary's model's attention thresholds (default 0.5)")
+    eta_S: float | None = Float(None, positive=True, max=1e300,
+                                doc="the summary's model's step η (default: step_fraction / the "
+                                    "sharpness at initialisation at the largest L)")
+    steps_S: int | None = Int(None, min=1, max=MAX_STEPS,
+                              doc="the summary's model's step cap at the smallest L (the others "
+                                  "scale as 1/L)")
 
     _THETAS_A = ((0.5,),) * 3
     _THETAS_B = ((0.5,),) * 3
 
+    @property
+    def model_list(self) -> tuple[str, ...]:
+        if self.architecture == "summary":
+            return ("S",)
+        return super().model_list
+
+    def _resolve(self) -> None:
+        summary = self.architecture == "summary"
+        if self.Ls is None:
+            self._set("Ls", (1.0, 2.0, 4.0) if summary else (0.5, 1.0, 2.0, 4.0))
+        if self.prompts is None:
+            i = ("quick", "standard", "thorough").index(self.profile)
+            self._set("prompts", ((64, 64, 256) if summary else (32, 250, 1000))[i])
+        if self.d is None:
+            self._set("d", 2 * self.K)
+        self._summary_width(self.d)
+        super()._resolve()
+
+    def _resolve_model(self, m: str) -> None:
+        if m != "S":
+            super()._resolve_model(m)
+            return
+        Lu = sorted(set(self.Ls))
+        if self.eta_S is None:
+            self._set("eta_S", _derived("eta_S", rules.summary_step, self.step_fraction, "random",
+                                        self.K, self.d, self.N, self.noise, self.task,
+                                        self.prompts, self.width, self.init_scale, Lu[-1],
+                                        rules.PILOT_COV_DRAWS, self.seed))
+        for L in Lu:
+            rules.check_eta_L2(self.eta_S, L, "Ls")
+        if self.steps_S is None:
+            _, _, c_fast = self._pilot()
+            H = _derived("steps_S", rules.horizon, self.K, max(self.thetas_S),
+                         self.eta_S * c_fast * Lu[0] ** 2, 4.0)
+            self._set("steps_S", _cap(H, "steps_S"))
+
+    def _validate(self) -> None:
+        if self.architecture == "summary" and self.backend != "numpy":
+            raise SettingError("backend", "the summary's model runs on numpy only")
+        super()._validate()
+
 
 @dataclass(frozen=True, kw_only=True)
 class ThresholdSetting(_Resolved):
-    """The L² T collapse across the summary's L* = √(d/n), in model A."""
+    """The L² T collapse across the summary's L* = √(d/n), in model A (paper's architecture;
+    with ``architecture=summary`` nothing is run: see the claim)."""
+
+    architecture: str = _architecture("paper")
 
     d: int | None = Int(None, min=1, max=MAX_D, doc="dimension d in the summary's L* = √(d/n) "
                                                       "(default 2K)")
@@ -298,9 +434,11 @@ class ThresholdSetting(_Resolved):
     Ls: tuple | None = Floats(None, positive=True, max=1e100, max_len=16,
                               doc="the L values (default L*·(1/4, 1/2, 1, 2, 4))")
     eta: float | None = Float(None, positive=True, max=1e300,
-                              doc="GD step η (default: the small-step rule at the 3 smallest L)")
+                              doc="GD step η (default: the small-step rule at the 3 smallest L; "
+                                  "paper's model only)")
     steps: int | None = Int(None, min=1, max=MAX_STEPS, doc="step cap (default: 1.5× the flow "
-                                                              "time of the slowest run)")
+                                                              "time of the slowest run; paper's "
+                                                              "model only)")
 
     def _resolve(self) -> None:
         if self.d is None:
@@ -312,6 +450,8 @@ class ThresholdSetting(_Resolved):
         Lu = sorted(set(self.Ls))
         if len(Lu) < 2:
             raise SettingError("Ls", "a slope needs at least two distinct L values")
+        if self.architecture == "summary":
+            return  # nothing runs in the summary's model: no step or cap to derive
         if self.eta is None:
             self._set("eta", _over_L2(_derived("eta", rules.small_step, self.K, self.theta,
                                                self.min_steps, 1.0, 1.0, self.stiffness),
@@ -383,46 +523,182 @@ class AsymptoteSetting(IsotropicSetting):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LemmaSetting(_Resolved):
-    """The summary's exponential-rise lemma: model A's times to three attention levels."""
+class LemmaSetting(_Resolved, _SummaryPrompts):
+    """The summary's exponential-rise lemma: times to three attention levels, in the paper's
+    population model A or in the summary's model on finite prompts."""
 
+    architecture: str = _architecture("paper")
     L: float = _scale()
-    deltas: tuple = Floats((0.1, 0.03, 0.01), positive=True, max=0.5, max_len=3,
-                           doc="three gaps 1 − α (decreasing) whose crossing times are compared")
+    deltas: tuple | None = Floats(None, positive=True, max=0.5, max_len=3,
+                                  doc="three gaps 1 − α (decreasing) whose crossing times are "
+                                      "compared (default 0.1,0.03,0.01 in the paper's model; "
+                                      "0.3,0.1,0.03 in the summary's, whose step is capped by "
+                                      "its readout's curvature: 1 − α = 0.01 is out of reach "
+                                      "there, and these gaps keep the exponential law's ratio "
+                                      "(≈ 1.1) 10× from a t^(−1/2) law's (≈ 11))")
     eta: float | None = Float(None, positive=True, max=1e300,
-                              doc="GD step η (default: the small-step rule for the first gap)")
+                              doc="GD step η (default: the paper model's small-step rule for "
+                                  "the first gap; the summary's model: step_fraction/sharpness)")
     steps: int | None = Int(None, min=1, max=MAX_STEPS,
-                            doc="step cap (default: 3× the flow time to the last gap; the run "
-                                "stops once it is reached)")
+                            doc="step cap (default: 3× the paper model's flow time to the last "
+                                "gap at the run's ηL², ½× in the summary's model, which is "
+                                "faster; the run stops once it is reached)")
 
     def _resolve(self) -> None:
+        if self.deltas is None:
+            self._set("deltas", (0.1, 0.03, 0.01) if self.architecture == "paper"
+                      else (0.3, 0.1, 0.03))
         if len(self.deltas) != 3 or not self.deltas[0] > self.deltas[1] > self.deltas[2]:
             raise SettingError("deltas", "needs three strictly decreasing gaps")
         _thresholds([1 - x for x in self.deltas], self.K, "deltas")
-        _step_and_horizon(self, theta=1 - self.deltas[0], until=1 - self.deltas[2], factor=3.0,
-                          stiffness=self.stiffness)
+        self._summary_width(self.K)
+        if self.architecture == "paper":
+            _step_and_horizon(self, theta=1 - self.deltas[0], until=1 - self.deltas[2],
+                              factor=3.0, stiffness=self.stiffness)
+        else:
+            self._summary_step_and_horizon(self.L, 1 - self.deltas[2], 0.5)
 
 
 @dataclass(frozen=True, kw_only=True)
-class SinglePhaseSetting(_Resolved):
-    """The summary's "linear ICL converges in a single phase": model A, linear tasks."""
+class SinglePhaseSetting(_Resolved, _SummaryPrompts):
+    """The summary's "linear ICL converges in a single phase": linear tasks, in the paper's
+    population model A or in the summary's model on finite prompts."""
 
+    architecture: str = _architecture("paper")
     L: float = _scale()
     task: str = Choice("linear", ("linear",), doc="the summary's statement is about linear tasks")
     theta: float = Float(0.5, min=0.0, max=0.99, doc="the attention that ends the fast phase")
-    delta: float = Float(0.01, positive=True, max=0.1,
-                         doc="the late gap 1 − α whose crossing time is compared with θ's")
+    delta: float | None = Float(None, positive=True, max=0.1,
+                                doc="the late gap 1 − α whose crossing time is compared with "
+                                    "θ's (default 0.01 in the paper's model; 0.02 in the "
+                                    "summary's, the deepest its capped step reaches within the "
+                                    "profile's budget; one exponential phase then predicts a "
+                                    "ratio ≈ 9× a t^(−1/2) phase's)")
     eta: float | None = Float(None, positive=True, max=1e300,
-                              doc="GD step η (default: the small-step rule for θ)")
+                              doc="GD step η (default: the paper model's small-step rule for "
+                                  "θ; the summary's model: step_fraction/sharpness)")
     steps: int | None = Int(None, min=1, max=MAX_STEPS,
-                            doc="step cap (default: 2× the flow time to 1 − δ)")
+                            doc="step cap (default: 2× the paper model's flow time to 1 − δ at "
+                                "the run's ηL²; ½× in the summary's model, which is faster)")
 
     def _resolve(self) -> None:
+        if self.delta is None:
+            self._set("delta", 0.01 if self.architecture == "paper" else 0.02)
         _thresholds((self.theta, 1 - self.delta), self.K, "theta")
         if not self.theta < 1 - self.delta:
             raise SettingError("delta", "the late level 1 − δ must lie above θ")
-        _step_and_horizon(self, theta=self.theta, until=1 - self.delta, factor=2.0,
-                          stiffness=self.stiffness)
+        self._summary_width(self.K)
+        if self.architecture == "paper":
+            _step_and_horizon(self, theta=self.theta, until=1 - self.delta, factor=2.0,
+                              stiffness=self.stiffness)
+        else:
+            self._summary_step_and_horizon(self.L, 1 - self.delta, 0.5)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LemmaRateSetting(_Resolved, _SummaryPrompts):
+    """The summary's early-phase lemma itself: the rate of the relevant attention against
+    ησ′(Δ)Δ(1 − α), along the early phase (from the start to attention ``theta_end``)."""
+
+    architecture: str = _architecture("paper")
+    L: float = _scale()
+    theta_end: float = Float(0.5, min=0.0, max=0.9,
+                             doc="the attention that ends the early phase (the fast phase of "
+                                 "nonlinear.two-phase)")
+    fractions: tuple = Floats((1 / 3, 2 / 3, 1.0), positive=True, max=1.0, max_len=8,
+                              doc="judged points: the steps at which the mean attention has "
+                                  "covered these fractions of the way from its initial value "
+                                  "to theta_end")
+    eta: float | None = Float(None, positive=True, max=1e300,
+                              doc="GD step η (default: the paper model's small-step rule for "
+                                  "theta_end; the summary's model: step_fraction/sharpness)")
+    steps: int | None = Int(None, min=1, max=MAX_STEPS,
+                            doc="step cap (default: 3× the paper model's flow time to "
+                                "theta_end at the run's ηL², 1.5× in the summary's model, which is "
+                                "faster; the run stops one step after it)")
+
+    def _resolve(self) -> None:
+        _thresholds((self.theta_end,), self.K, "theta_end")
+        self._summary_width(self.K)
+        if self.architecture == "paper":
+            _step_and_horizon(self, theta=self.theta_end, until=self.theta_end, factor=3.0,
+                              stiffness=self.stiffness)
+        else:
+            self._summary_step_and_horizon(self.L, self.theta_end, 1.5)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableSetting(_Prompts, _SummaryModel):
+    """The summary's experiment table: for each of ``seeds`` independent draws (features,
+    prompts, initial weights), every L of the table trained at one step η for one budget of
+    steps; per seed and L the final relevant attention and the time to attention θ."""
+
+    architecture: str = _architecture("summary")
+    task: str = Choice("sin", TASK_NAMES, sample=True,
+                       doc="task family g (f = L·g, g 1-Lipschitz): linear | sin | relu")
+    K: int = Int(3, min=2, max=MAX_K, sample=(3, 5),
+                 doc="number of features (3, 12 tokens: a prompt of about the size of the "
+                     "summary's experiment, 15 tokens of two kinds)")
+    N: int = Int(12, min=2, max=MAX_N, doc="context tokens per prompt")
+    prompts: int | None = Int(None, min=16, max=MAX_PROMPTS, by_profile=(48, 64, 128),
+                              doc="fixed training prompts per seed (the summary's model "
+                                  "memorises per-feature label means with few prompts per "
+                                  "feature: at K = 4 with 32 prompts 2 of 16 seeds stalled)")
+    Ls: tuple | None = Floats(None, positive=True, max=1e100, max_len=8,
+                              doc="the L values (default: the summary's table, 0.5,1,2,5)")
+    seeds: int | None = Int(None, min=4, max=256, by_profile=(16, 16, 32),
+                            doc="independent draws (features, prompts, initial weights) of the "
+                                "sign tests (a pair fails at its level 1.5e-4 only with ≥ 13 "
+                                "seeds; it holds at its level 0.01 with at most 2 of 16 seeds "
+                                "against; the summary's model stalled at some L on about 1 in "
+                                "16 draws tried)")
+    theta: float = Float(0.5, positive=True, max=0.99,
+                         doc="the attention whose crossing time measures convergence speed")
+    min_steps: int = Int(20, min=1, max=100_000,
+                         doc="paper's model: GD steps to θ at least at the largest L (sets η)")
+    eta: float | None = Float(None, positive=True, max=1e300,
+                              doc="GD step η of every run (default: the paper model's small-step "
+                                  "rule at the largest L; the summary's model: step_fraction / "
+                                  "its sharpness at initialisation at the largest L)")
+    steps: int | None = Int(None, min=1, max=MAX_STEPS,
+                            doc="the training budget of every run (default: the paper flow's "
+                                "time to θ at the second-smallest L, at model B's first-step "
+                                "curvature, × 2 in the paper's model (which needed 0.5–1.25× "
+                                "of it at K = 3) and × 1.25 in the summary's (which needed "
+                                "0.35–1.07× of it))")
+
+    def _resolve(self) -> None:
+        super()._resolve()
+        if self.Ls is None:
+            self._set("Ls", theory.theory().table_Ls)
+        Lu = sorted(set(self.Ls))
+        if len(Lu) < 2:
+            raise SettingError("Ls", "a trend needs at least two distinct L values")
+        _thresholds((self.theta,), self.K, "theta")
+        self._summary_width(self.d)
+        _, c_max, c_fast = self._pilot()
+        if self.eta is None:
+            if self.architecture == "paper":
+                etaL2 = _derived("eta", rules.small_step, self.K, self.theta, self.min_steps,
+                                 c_max, c_fast)
+                self._set("eta", _over_L2(etaL2, Lu[-1], "Ls"))
+            else:
+                self._set("eta", _derived("eta", rules.summary_step, self.step_fraction, "random",
+                                          self.K, self.d, self.N, self.noise, self.task,
+                                          self.prompts, self.width, self.init_scale, Lu[-1],
+                                          rules.PILOT_COV_DRAWS, self.seed))
+        for L in Lu:
+            rules.check_eta_L2(self.eta, L, "Ls")
+        if self.steps is None:
+            factor = 2.0 if self.architecture == "paper" else 1.25  # see the key's doc
+            H = _derived("steps", rules.horizon, self.K, self.theta,
+                         self.eta * c_fast * Lu[1] ** 2, factor, 0)
+            self._set("steps", _cap(H, "steps"))
+
+    def _validate(self) -> None:
+        if self.architecture == "summary" and self.backend != "numpy":
+            raise SettingError("backend", "the summary's model runs on numpy only")
+        super()._validate()
 
 
 # ----------------------------------------------------------------------------- near-duplicates

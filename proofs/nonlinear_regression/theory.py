@@ -36,7 +36,8 @@ from icltheory.core import Derivation, derived
 from icltheory.symbolic import lowered
 
 __all__ = ["NonlinearTheory", "theory", "STATED", "gradient_scaling", "gap_rate",
-           "flow_antiderivative", "summary_fast_time", "lemma_rate_equation"]
+           "flow_antiderivative", "summary_fast_time", "lemma_rate_equation",
+           "lemma_attention_rate", "summary_table"]
 
 #: Constants stated by the claims (reference §8 and the blog summary), not derived.
 STATED = {
@@ -92,6 +93,22 @@ def lemma_rate_equation(alpha, r_) -> sp.Expr:
     return r_ * (1 - alpha)
 
 
+def lemma_attention_rate(eta_, gap, alpha) -> sp.Expr:
+    """The blog summary's key lemma as printed: dα_{q,+}/dt ≈ η σ′(s⁺ − s⁻)(s⁺ − s⁻)(1 − α_{q,+}),
+    σ the logistic sigmoid, ``gap`` = s⁺ − s⁻."""
+    sig = 1 / (1 + sp.exp(-gap))
+    return eta_ * sp.diff(sig, gap) * gap * (1 - alpha)
+
+
+def summary_table() -> tuple[tuple, tuple, tuple]:
+    """The blog summary's experiment table (its "结果分析"): L, final attention, final loss."""
+    return ((sp.Rational(1, 2), 1, 2, 5),
+            (sp.Rational("0.2341"), sp.Rational("0.6823"), sp.Rational("0.8956"),
+             sp.Rational("0.9723")),
+            (sp.Rational("0.0892"), sp.Rational("0.0234"), sp.Rational("0.0089"),
+             sp.Rational("0.0031")))
+
+
 # ----------------------------------------------------------------------------- the object
 
 
@@ -102,11 +119,16 @@ class NonlinearTheory:
     rescaling: Derivation
     isotropic: Derivation
     summary: Derivation
+    lemma: Derivation
+    table: Derivation
     eta_exponent: float        # η' = η (L/L')^eta_exponent
     trajectory_difference: float  # GD step at (η, L) minus GD step at (η', L'): 0
     time_slope_L: float        # d log T / d log L at fixed η
     time_slope_eta: float      # d log T / d log η at fixed L
     summary_slope_L: float     # the summary's d log T_fast / d log L
+    table_Ls: tuple            # the L values of the summary's table
+    attention_trend: float     # sign of d(final attention)/dL stated by the table (+1, −1, 0)
+    speed_trend: float         # sign of d(convergence speed)/dL stated by the summary
     late_exponent: float       # d log(1 − p) / d log t as t → ∞
     late_loss_exponent: float  # d log ℓ / d log t as t → ∞
     _fns: dict
@@ -180,6 +202,14 @@ class NonlinearTheory:
     def summary_L_star(self, d_, n_) -> float:
         """The summary's regime threshold √(d/n)."""
         return float(self._fns["L_star"](d_, n_))
+
+    def lemma_rate(self, eta_, gap, alpha) -> np.ndarray:
+        """The lemma's dα/dt = ησ′(Δ)Δ(1 − α) at the given gaps Δ and attentions α."""
+        gap = np.asarray(gap, dtype=float)
+        with np.errstate(over="ignore"):
+            return np.asarray(self._fns["lemma_rate"](float(eta_), gap,
+                                                      np.asarray(alpha, dtype=float)),
+                              dtype=float) * np.ones_like(gap)
 
 
 def _lambdify(args, expr) -> Callable:
@@ -314,11 +344,53 @@ def _derive_summary(rescaling_T: sp.Expr) -> tuple[Derivation, dict, dict]:
     return d, fns, {"summary_slope_L": _number(s)}
 
 
+def _derive_lemma() -> tuple[Derivation, dict, dict]:
+    d = Derivation("The summary's key lemma, as printed")
+    d.say("The summary: early in training dα_{q,+}/dt ≈ η σ′(s⁺ − s⁻)(s⁺ − s⁻)(1 − α_{q,+}), with "
+          "s⁺ the query's mean score on the tokens of its feature, s⁻ on the others, σ the "
+          "logistic sigmoid (t counts GD steps: η is the step).")
+    gap, a = sp.Symbol("Delta", real=True), sp.Symbol("alpha", positive=True)
+    sig = 1 / (1 + sp.exp(-gap))
+    d.step("σ′ = σ(1 − σ)", sp.diff(sig, gap), sig * (1 - sig), "differentiated symbolically")
+    rate = d.define("alpha_dot", lemma_attention_rate(eta, gap, a),
+                    "the lemma's rate at gap Δ = s⁺ − s⁻ and attention α")
+    d.define("alpha_dot at Δ = 0", sp.simplify(rate.subs(gap, 0)),
+             "the lemma's rate from uniform attention (Q = 0, the paper's initialisation): for "
+             "the printed lemma 0, no rise at all")
+    fns = {"lemma_rate": _lambdify((eta, gap, a), rate)}
+    return d, fns, {}
+
+
+def _derive_table() -> tuple[Derivation, dict, dict]:
+    d = Derivation("The summary's experiment table, as stated")
+    Ls, attn, loss = summary_table()
+    d.say("The summary's table (final attention and loss after training, for L = "
+          + ", ".join(str(x) for x in Ls) + ") and its two observations: the larger L, the more "
+          "concentrated the final attention; convergence also speeds up as L grows.")
+    diffs = [attn[i + 1] - attn[i] for i in range(len(attn) - 1)]
+    signs = sorted({int(sp.sign(x)) for x in diffs})
+    trend = signs[0] if len(signs) == 1 else 0
+    t = d.define("attention_trend", sp.Integer(trend),
+                 "the common sign of the table's successive attention differences (+1: "
+                 "increasing in L; 0: not monotone)")
+    d.step("the table is monotone in L", sp.sign(sp.Min(*diffs)), sp.sign(sp.Max(*diffs)),
+           "the successive attention differences share one sign: "
+           + ", ".join(str(x) for x in diffs))
+    spd = d.define("speed_trend", sp.Integer(1), "the summary's text: convergence speeds up "
+                   "as L grows (stated, no numbers)")
+    fns: dict = {}
+    vals = {"table_Ls": tuple(float(x) for x in Ls), "attention_trend": float(t),
+            "speed_trend": float(spd)}
+    return d, fns, vals
+
+
 @derived
 def theory() -> NonlinearTheory:
     """Derive once; every step verified."""
     d1, f1, v1 = _derive_rescaling()
     d2, f2, v2 = _derive_isotropic()
     d3, f3, v3 = _derive_summary(d1.terms["T"])
-    return NonlinearTheory(rescaling=d1, isotropic=d2, summary=d3, _fns={**f1, **f2, **f3},
-                           **v1, **v2, **v3)
+    d4, f4, v4 = _derive_lemma()
+    d5, f5, v5 = _derive_table()
+    return NonlinearTheory(rescaling=d1, isotropic=d2, summary=d3, lemma=d4, table=d5,
+                           _fns={**f1, **f2, **f3, **f4, **f5}, **v1, **v2, **v3, **v4, **v5)

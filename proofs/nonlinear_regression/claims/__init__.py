@@ -2,13 +2,14 @@
 
 from .finite import FinalAttention, Oscillation
 from .isotropic import Asymptote, TwoPhase
+from .lemma_table import SummaryLemmaRate, SummaryTable
 from .scaling import LScaling, Rescaling, SummaryFastRate
 from .summary import SummaryExponentialRise, SummarySinglePhase
 from .undecidable import Regimes, SummaryThreshold
 
 __all__ = ["CLAIMS", "Rescaling", "LScaling", "SummaryFastRate", "SummaryThreshold", "TwoPhase",
            "Asymptote", "Oscillation", "FinalAttention", "Regimes", "SummaryExponentialRise",
-           "SummarySinglePhase"]
+           "SummarySinglePhase", "SummaryLemmaRate", "SummaryTable"]
 
 CLAIMS = (
     Rescaling(),
@@ -22,4 +23,6 @@ CLAIMS = (
     Regimes(),
     SummaryExponentialRise(),
     SummarySinglePhase(),
+    SummaryLemmaRate(),
+    SummaryTable(),
 )

@@ -11,6 +11,7 @@ from icltheory.core import Check, PlantedError, Plot, Series, lazy_module
 theory = lazy_module("proofs.nonlinear_regression.theory")
 runs = lazy_module("proofs.nonlinear_regression.experiments.runs")
 rules = lazy_module("proofs.nonlinear_regression.rules")
+summary_runs = lazy_module("proofs.nonlinear_regression.experiments.summary_runs")
 dynamics = lazy_module("icltheory.dynamics")
 
 ARXIV = "arXiv 2507.20443 (Li, Duan, Liang; ICLR 2026 submission)"
@@ -20,11 +21,54 @@ PKG = "proofs.nonlinear_regression"
 #: fewer GD steps than this cannot resolve a rate (GD is far from its flow)
 MIN_STEPS_FOR_RATE = 20
 
-__all__ = ["theory", "runs", "rules", "ARXIV", "SUMMARY", "PKG", "MIN_STEPS_FOR_RATE",
+__all__ = ["theory", "runs", "rules", "summary_runs", "ARCH", "ARCH_SHORT", "record_architecture",
+           "summary_ok", "summary_step_cost", "ARXIV", "SUMMARY", "PKG", "MIN_STEPS_FOR_RATE",
            "measure_sweeps", "judge_sweeps", "slope_checks", "sweep_plots", "descends",
            "wrong_scale_in", "sqrt_gradient_factor", "PLANT_GRADIENT_FACTOR",
            "PLANT_COVARIANCE_SCALE", "PLANT_LABEL_SCALE", "model_a_step_cost",
            "model_b_step_cost"]
+
+
+# ----------------------------------------------------------------------------- architectures
+
+#: the model each value of the ``architecture`` key names, as the verdicts say it
+ARCH = {"paper": "the paper's model (one softmax layer, only the key–query matrix Q trained, "
+                 "values = the labels)",
+        "summary": "the summary's model (W_Q, W_K, W_V, output w and bias b trained, values "
+                   "W_V z_j, full-batch GD on finite prompts)"}
+ARCH_SHORT = {"paper": "paper's model", "summary": "summary's model"}
+
+
+def record_architecture(ctx, s) -> None:
+    """State which architecture was judged (a measured value and the evidence), and that a
+    verdict here says nothing about the other architecture."""
+    a = s.architecture
+    other = "summary" if a == "paper" else "paper"
+    ctx.measure("architecture", a)
+    ctx.evidence["architecture"] = ARCH[a]
+    ctx.evidence["scope"] = (f"judged in {ARCH_SHORT[a]} only; {ARCH_SHORT[other]} is judged "
+                             f"with --set architecture={other}")
+
+
+def summary_ok(ctx, m: dict, label: str = "the summary's model") -> bool:
+    """A run of the summary's model must descend and stay well inside GD's stability limit
+    (η × sharpness < 2); report it as inconclusive otherwise."""
+    if not descends(ctx, m, label):
+        return False
+    es = m.get("eta_sharpness")
+    if es is not None and not es <= rules.SUMMARY_MAX_SHARPNESS:
+        ctx.inconclusive(f"{label}: η × the loss's sharpness reached {es:.3g} at the end of the "
+                         f"run (> {rules.SUMMARY_MAX_SHARPNESS:g}; gradient descent diverges "
+                         "above 2): lower step_fraction or η")
+        return False
+    return True
+
+
+def summary_step_cost(M: int, N: int, d: int, R: int = 1) -> float:
+    """Flop-equivalents of one step of the summary's model (scores, softmax, attended tokens,
+    their gradient: about 14 passes over the M·N·(d+1) token entries) plus loop overhead
+    (≈ 40 µs per step, measured)."""
+    return R * M * N * (d + 1) * 14.0 + 4e4
 
 
 # ----------------------------------------------------------------------------- planted errors
@@ -80,7 +124,8 @@ def descends(ctx, m: dict, label: str) -> bool:
 # ----------------------------------------------------------------------------- L sweeps
 
 def measure_sweeps(s, run) -> dict:
-    """Per model of a sweep setting: the threshold times over ``s.Ls`` at the model's η."""
+    """Per model of a sweep setting: the threshold times over ``s.Ls`` at the model's η (model
+    ``S``: the summary's architecture on model B's prompts, from one initial draw)."""
     out = {}
     for m in s.model_list:
         if m == "A":
@@ -88,9 +133,19 @@ def measure_sweeps(s, run) -> dict:
         else:
             problem = runs.prompt_problem(s.task, s.K, s.d, s.N, s.noise, s.prompts,
                                           run.rng(10), run.rng(11))
+        if m == "S":
+            W = summary_runs.initial_weights(run.rng(20), 1, s.d, s.width, s.init_scale)
+            out[m] = summary_runs.summary_sweep(problem, s.Ls, s.eta_S,
+                                                runs.sweep_caps(s.Ls, s.steps_S), s.thetas_S,
+                                                W, tick=run.tick)
+            continue
         out[m] = runs.sweep(m, problem, s.Ls, getattr(s, f"eta_{m}"), getattr(s, f"steps_{m}"),
                             getattr(s, f"thetas_{m}"), tick=run.tick, xp=get_backend(s.backend))
     return out
+
+
+#: how the sweeps' models are named in check names
+MODEL_NAME = {"A": "paper's model A", "B": "paper's model B", "S": "summary's model"}
 
 
 def _stiffness(s, m: str, eta: float, Ls) -> np.ndarray:
@@ -101,7 +156,7 @@ def _stiffness(s, m: str, eta: float, Ls) -> np.ndarray:
 
 
 def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
-                 why: str, cap_key: str = "steps") -> list[float]:
+                 why: str, cap_key: str = "steps", flow_lag: bool = True) -> list[float]:
     """Fit log T_θ vs log L per θ (runs in GD's small-step regime only) and compare with the
     predicted slope ``ctx.predicted[key]``; returns the fitted slopes (nan: not fitted)."""
     Ls, T = np.asarray(Ls, dtype=float), np.asarray(T, dtype=float)
@@ -127,12 +182,15 @@ def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
             slopes.append(float("nan"))
             continue
         fit = dynamics.loglog_fit(Ls[use], Tj[use])
-        lag = float(th.euler_lag(theta, K)) + 1.0
+        # the paper's model: GD's Euler lag behind its flow + 1 step of interpolation; the
+        # summary's model is judged as GD itself (the statement is about GD steps): 1 step
+        lag = (float(th.euler_lag(theta, K)) + 1.0) if flow_lag else 1.0
         allow = dynamics.slope_allowance(fit, Tj[use], lag)
+        how = ("GD's Euler lag ½|ln(rate ratio)| + 1 step of interpolation" if flow_lag
+               else "1 step of interpolation between recorded steps")
         c = ctx.close(f"{name}, θ={theta:g}", key=key, measured=fit.slope, atol=tol + allow,
                       why=f"{why}; plus {allow:.3g} = first-order effect of ±{lag:.2g} steps on "
-                          "each T (GD's Euler lag ½|ln(rate ratio)| + 1 step of interpolation); "
-                          f"{int(use.sum())} L values in the small-step regime")
+                          f"each T ({how}); {int(use.sum())} L values in the small-step regime")
         if c.passed and allow > tol:
             # the step-rounding uncertainty alone exceeds the claim's tolerance: agreement is
             # not evidence; only a miss decides
@@ -153,15 +211,25 @@ def judge_sweeps(s, measured, ctx, key: str, name: str, why: str) -> dict:
     for m in s.model_list:
         sw = measured[m]
         eta = getattr(s, f"eta_{m}")
-        if not descends(ctx, sw, f"model {m}"):
-            continue
-        stiff = _stiffness(s, m, eta, s.Ls)
+        label = MODEL_NAME[m]
+        if m == "S":
+            sw = dict(sw, eta_sharpness=max(sw["eta_sharpness"]))
+            if not summary_ok(ctx, sw, label):
+                continue
+            stiff = np.zeros(len(s.Ls))
+        else:
+            if not descends(ctx, sw, label):
+                continue
+            stiff = _stiffness(s, m, eta, s.Ls)
         out[m] = slope_checks(ctx, K=s.K, Ls=s.Ls, thetas=getattr(s, f"thetas_{m}"), T=sw["T"],
                               stiff=stiff, key=key, cap_key=f"steps_{m}",
-                              name=f"model {m}: {name}", why=why)
-        ctx.measured.setdefault("T", {})[m] = np.round(np.asarray(sw["T"]), 4).tolist()
+                              name=f"{label}: {name}", why=why, flow_lag=m != "S")
+        ctx.measured.setdefault("T", {})[m] = np.round(
+            np.asarray(sw["T"]), 4).tolist()
         ctx.measured.setdefault("steps_run", {})[m] = sw["steps_run"]
-        sweep_plots(ctx, m, s.Ls, getattr(s, f"thetas_{m}"), sw, eta)
+        if m == "S":
+            ctx.measured.setdefault("eta_times_sharpness", {})[m] = sw["eta_sharpness"]
+        sweep_plots(ctx, label, s.Ls, getattr(s, f"thetas_{m}"), sw, eta)
     return out
 
 
@@ -172,14 +240,15 @@ def sweep_plots(ctx, model: str, Ls, thetas, sw: dict, eta: float) -> None:
         ser.append(Series(t, a, f"L={L:g}"))
         ser2.append(Series(t * eta * L**2, a, f"L={L:g}"))
     hl = [(float(th), f"θ={th:g}") for th in thetas]
-    ctx.plot(Plot(f"Model {model}: relevant-token attention for several L, η={eta:.4g}",
+    ctx.plot(Plot(f"{model}: relevant-token attention for several L, η={eta:.4g}",
                   "GD step t", "mean attention on same-feature tokens", ser, hlines=hl, logx=True,
                   caption="Larger L trains faster."))
-    ctx.plot(Plot(f"Model {model}: the same curves against ηL²t", "η L² t",
+    ctx.plot(Plot(f"{model}: the same curves against ηL²t", "η L² t",
                   "mean attention on same-feature tokens", ser2, hlines=hl, logx=True,
-                  caption="Every phase is a function of ηL²·t, so times scale as 1/(ηL²)."))
+                  caption="In the paper's model every phase is a function of ηL²·t, so times "
+                          "scale as 1/(ηL²)."))
     T = np.asarray(sw["T"], dtype=float)
-    ctx.plot(Plot(f"Model {model}: threshold times against L (log–log)", "L", "T_θ (GD steps)",
+    ctx.plot(Plot(f"{model}: threshold times against L (log–log)", "L", "T_θ (GD steps)",
                   [Series(list(Ls), T[:, j], f"T(θ={th:g})", "points")
                    for j, th in enumerate(thetas)], logx=True, logy=True,
-                  caption="Slope −2 expected from the rescaling identity."))
+                  caption="Slope −2 expected from the rescaling identity (paper's model)."))

@@ -11,7 +11,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
 
 from ..settings import FinalAttentionSetting, OscillationSetting
-from ._common import (ARXIV, PKG, SUMMARY, descends, model_a_step_cost, model_b_step_cost, rules, runs,
+from ._common import (ARCH, ARXIV, PKG, SUMMARY, descends, model_a_step_cost, model_b_step_cost, rules, runs,
                       theory)
 from .isotropic import small_step_ok
 
@@ -186,6 +186,9 @@ class FinalAttention(Claim):
     def judge(self, s: FinalAttentionSetting, P, m, ctx) -> None:
         from scipy import stats
 
+        ctx.evidence["architecture"] = (
+            ARCH["paper"] + " on finite prompts (model B); the summary's architecture is not "
+            "judged here")
         if not descends(ctx, m, "model B"):
             return
         _, c_max, _ = rules.pilot_B(s.K, s.d, s.N, s.noise, s.task, s.prompts, s.seed)

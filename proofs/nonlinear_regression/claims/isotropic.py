@@ -10,8 +10,8 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
 
 from ..settings import AsymptoteSetting, IsotropicSetting
-from ._common import (ARXIV, MIN_STEPS_FOR_RATE, PKG, descends, model_a_step_cost, rules, runs,
-                      theory)
+from ._common import (ARCH, ARXIV, MIN_STEPS_FOR_RATE, PKG, descends, model_a_step_cost, rules,
+                      runs, theory)
 
 __all__ = ["TwoPhase", "Asymptote", "isotropic_measure", "small_step_ok", "PLANT_TEMPERATURE",
            "PLANT_NORMALISATION"]
@@ -114,6 +114,10 @@ class TwoPhase(Claim):
         return isotropic_measure(s, run, [0.5] + [1 - x for x in deltas], 1 - deltas[0])
 
     def judge(self, s: IsotropicSetting, P, m, ctx) -> None:
+        ctx.evidence["architecture"] = (
+            ARCH["paper"] + "; the rates are derived for this model (the summary's qualitative "
+            "two-phase statement is judged in its own model by nonlinear.summary-single-phase "
+            "--set architecture=summary)")
         if not (small_step_ok(ctx, s.K, s.eta * s.L**2, f"K={s.K}") and descends(ctx, m, "model A")):
             return
         deltas = np.sort(np.asarray(s.deltas))[::-1]

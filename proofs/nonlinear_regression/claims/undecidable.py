@@ -10,12 +10,23 @@ from icltheory.core import Check, Claim, Cost, Prediction
 
 from ..settings import RegimesSetting, ThresholdSetting
 from ._common import (ARXIV, PLANT_COVARIANCE_SCALE, PLANT_GRADIENT_FACTOR, SUMMARY, descends,
-                      model_a_step_cost, runs, slope_checks, sweep_plots, theory)
+                      model_a_step_cost, record_architecture, runs, slope_checks, sweep_plots,
+                      theory)
 
 __all__ = ["SummaryThreshold", "Regimes"]
 
 
 class SummaryThreshold(Claim):
+    """The summary's regime threshold and error bounds: undecidable in either architecture.
+
+    ``architecture=paper`` (default: the summary attributes the regimes to the paper's
+    theorems) also runs the computable part, the slope of the threshold times across L* in
+    model A (the rescaling identity, −2).  ``architecture=summary`` runs nothing: no identity
+    relates its runs at different L, and a sweep across L* = √(d/n) at one step η (capped by the
+    summary loss's bias curvature 2, whatever L) would take ~10⁵ steps at L = L*/2; the
+    summary's own L-exponent in its own model is judged by ``nonlinear.summary-fast-rate
+    --set architecture=summary``."""
+
     id = "nonlinear.summary-threshold"
     title = "The summary's regime threshold L* ~ √(d/n) and error bounds ε + O(d/n), ε + O(L²d/n)"
     source = f"{SUMMARY}; the paper's confirmed threshold is Θ(1/(Δδ)) ({ARXIV}, abstract)"
@@ -41,16 +52,28 @@ class SummaryThreshold(Claim):
         return theory.theory().summary
 
     def estimate(self, s) -> Cost:
+        if s.architecture == "summary":
+            return Cost(0.0, 0.0, "nothing runs in the summary's model")
         R = len(s.Ls)
         return Cost(s.steps * model_a_step_cost(s.K, R) + 40.0 * s.cov_draws * s.K,
                     8.0 * R * 40_000, f"model A at {R} values of L")
 
     def measure(self, s: ThresholdSetting, run) -> dict:
+        if s.architecture == "summary":
+            return {}
         C = runs.orthonormal_problem(s.task, s.K, s.cov_draws, run.rng(1))
         return runs.sweep("A", C, s.Ls, s.eta, s.steps, [s.theta], tick=run.tick)
 
     def judge(self, s: ThresholdSetting, predicted, m, ctx) -> None:
-        if descends(ctx, m, "model A"):
+        record_architecture(ctx, s)
+        if s.architecture == "summary":
+            ctx.note("In the summary's model nothing is run: no rescaling identity relates its "
+                     "runs at different L, and a sweep across L* = √(d/n) = "
+                     f"{predicted['L_star']:.4g} at one step η (capped by the bias's curvature "
+                     "2 in the summary's loss, whatever L) would take ~10⁵ steps at L*/2. The "
+                     "summary's L-exponent in its own model is judged by nonlinear.summary-"
+                     "fast-rate --set architecture=summary.")
+        elif descends(ctx, m, "model A"):
             th = theory.theory()
             stiff = np.array([th.stiffness(s.K, s.eta * L**2) for L in s.Ls])
             slope_checks(ctx, K=s.K, Ls=s.Ls, thetas=[s.theta], T=m["T"], stiff=stiff,
@@ -67,7 +90,7 @@ class SummaryThreshold(Claim):
                          f"{predicted['L_star']:.4g}: {np.round(L2T, 1).tolist()}. The dynamics "
                          "depend on η and L only through ηL², so no regime change can appear at "
                          "an L* that does not involve η.")
-            sweep_plots(ctx, "A", s.Ls, [s.theta], m, s.eta)
+            sweep_plots(ctx, "paper's model A", s.Ls, [s.theta], m, s.eta)
         ctx.add(Check("threshold L* ~ √(d/n)", "regime change at √(d/n)", "undecidable", None,
                       "the paper's confirmed threshold is Θ(1/(Δδ)), with no d or n; Δ and δ are "
                       "not defined in the available text, and with η fixed the rescaling identity "
