@@ -163,7 +163,8 @@ def source_edit(old: Any, new: str | None = None) -> Callable[[Any], Any]:
     import inspect
     import textwrap
 
-    edits = [(old, new)] if isinstance(old, str) else list(old)
+    edits: list[tuple[str, str]] = ([(old, str(new))] if isinstance(old, str)
+                                    else [(str(a), str(b)) for a, b in old])
 
     def replace(orig: Any) -> Any:
         fn = getattr(orig, "__wrapped__", orig)
