@@ -227,6 +227,13 @@ def test_lipschitz_default_holds_with_tightness_and_plot(profile, setting):
     assert 0.2 < v.measured["worst_ratio"] < 3.25
     assert v.plots and len(v.plots[0].series) == 4
     assert sum(c.name.startswith("search (arb-certified") and c.passed for c in v.checks) == 3
+    # the certified number's certificate is checked independently, at every profile, and the
+    # closed form's premise against a certified witness of the logit Hessian's norm
+    cert = next(c for c in v.checks if c.name == "certificate checked independently")
+    assert cert.passed and cert.measured["coverage"] == "exact" and cert.measured["boxes"] > 100
+    assert cert.measured["reported"] == v.predicted["certified_upper"]
+    prem = next(c for c in v.checks if c.name.startswith("closed form's premise"))
+    assert prem.passed and 0.359 < prem.measured < 3.25
 
 
 def test_lipschitz_negative_control_gives_certified_counterexample():
@@ -240,8 +247,45 @@ def test_lipschitz_negative_control_gives_certified_counterexample():
 
 
 def test_bound_predictions_between_witness_and_proof_are_inconclusive():
-    v = _run("softmaxreg.lipschitz", predict={"closed_form": "1.0"})
+    # between the certified witness (0.2583) and the quick profile's certified bound (0.716)
+    v = _run("softmaxreg.lipschitz", predict={"closed_form": "0.5"})
     assert v.verdict == "inconclusive"
+
+
+def test_the_reviewers_13_over_40_no_longer_holds_by_the_proof():
+    """The closed form and its arithmetic step both changed to 13/40·a² (the premise chain
+    left alone): the premise's certified witness (0.3591 > 0.325) refutes it, so neither the
+    candidate 0.4 nor the closed form itself holds by it."""
+    import icltheory.testing as itest
+    from icltheory.core import PlantedError
+    from proofs.softmax_regression._judging import closed_form_tenth
+
+    err = PlantedError("theory", "13/40", "proofs.softmax_regression.theory:_normalized_chain",
+                       closed_form_tenth())
+    with itest.planted(err):
+        v = _run("softmaxreg.candidate", {"candidate": "0.4"})
+        assert v.predicted["proved_bound"] <= 0.325  # the slip is in: the proof says 13/40
+        assert v.verdict != "holds"
+        prem = next(c for c in v.checks if c.name.startswith("closed form's premise"))
+        assert prem.passed is False and "proved_bound" in prem.judges
+
+
+def test_a_refuted_certificate_fails_the_tools_proof_not_the_candidate(monkeypatch):
+    """A slip in the branch and bound (a split that leaves part of each box unexamined) makes
+    the candidate's verdict fail through its proved bound; the candidate's own check is not
+    marked refuted, and the bad box is named."""
+    import icltheory.testing as itest
+    from proofs.softmax_regression._judging import certified_slip
+
+    with itest.planted(certified_slip("split_gap")):
+        v = _run("softmaxreg.candidate", {"candidate": "0.5"})
+    assert v.verdict == "fails"
+    cert = next(c for c in v.checks if c.name == "certificate checked independently")
+    assert cert.passed is False and cert.judges == ("proved_bound",)
+    assert "unexamined" in v.evidence["certificate_bad_box"] or "partition" in \
+        v.evidence["certificate_bad_box"]
+    cand = next(c for c in v.checks if c.name.startswith("candidate vs the certified"))
+    assert cand.passed is not False
 
 
 def test_rescaled_lipschitz_and_negative_control():

@@ -175,8 +175,12 @@ def _bounds_check(dom: Any, lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray,
         if pieces + len(owner) > cap:
             failed.update(int(i) for i in owner)
             break
-        ub = np.concatenate([dom.enclose(plo[s:s + batch], phi[s:s + batch])
-                             for s in range(0, len(owner), batch)])
+        scored = hasattr(dom, "enclose_scored")
+        parts = [dom.enclose_scored(plo[s:s + batch], phi[s:s + batch]) if scored else
+                 (dom.enclose(plo[s:s + batch], phi[s:s + batch]), None)
+                 for s in range(0, len(owner), batch)]
+        ub = np.concatenate([p[0] for p in parts])
+        score = np.concatenate([p[1] for p in parts]) if scored else None
         pieces += len(owner)
         bad = ~(ub <= bounds[owner])
         if not np.any(bad):
@@ -185,9 +189,12 @@ def _bounds_check(dom: Any, lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray,
         failed.update(int(i) for i in owner[deep])
         cut = bad & ~deep
         clo, chi, cown, cdep = plo[cut], phi[cut], owner[cut], depth[cut]
+        csc = score[cut] if score is not None else None
         keep = ~np.isin(cown, np.fromiter(failed, dtype=np.int64, count=len(failed)))
         clo, chi, cown, cdep = clo[keep], chi[keep], cown[keep], cdep[keep]
         w = (chi - clo) / scale
+        if csc is not None:  # cut where the quantity changes most (never a flat side)
+            w = np.where(chi > clo, csc[keep] + 1e-300 * w, -1.0)
         k = np.argmax(w, axis=1)
         r = np.arange(len(k))
         m = np.clip(0.5 * (clo[r, k] + chi[r, k]), clo[r, k], chi[r, k])

@@ -39,6 +39,7 @@ $\rho$ (exact rationals).
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -170,7 +171,8 @@ class SoftmaxPencil:
         self.D = 2 * self.m
         m = self.m
         self._pairs = [(i, j) for i in range(m) for j in range(i, m)]
-        self.form_ok = _pencil_form_ok(self.n, delta, K, x, c)
+        self.form_ok = _pencil_form_ok(self.n, tuple(delta), tuple(tuple(r) for r in K),
+                                       tuple(x), tuple(c))
         self.program = compile_program(list(x) + list(c), list(delta))
         G = np.eye(m) + 1.0
         w, V = np.linalg.eigh(G)
@@ -493,7 +495,8 @@ def _te_q(f: list, Q: np.ndarray) -> list[list]:
     return U
 
 
-def _pencil_form_ok(n: int, delta, K, x, c) -> bool:
+@lru_cache(maxsize=16)
+def _pencil_form_ok(n: int, delta: tuple, K: tuple, x: tuple, c: tuple) -> bool:
     """Whether the derivation's δ is f_k(2f_k − ‖f‖² − b_k + ⟨f, b⟩) with b = (c, −Σc) and its
     K is (TE)ᵀdiag(δ)(TE), TE_ki = [k=i] − [k=n−1] − (x_i − x_{n−1}) — the formulas the
     checker encloses (exact expansion)."""
@@ -696,8 +699,14 @@ class SoftmaxRatio:
         """Upper bounds of ψ on the boxes: a mean-value form in (x, v) — ψ at the centre of the
         box's x-range and v-range plus the enclosed gradient times the half-widths — and the
         plain evaluation, the smaller kept."""
+        return self.enclose_scored(lo, hi)[0]
+
+    def enclose_scored(self, lo: np.ndarray, hi: np.ndarray):
+        """(upper bounds, per-coordinate cut scores): the bounds of :meth:`enclose` and, per box
+        coordinate, how much ψ may change along it (the enclosed gradient's magnitude times the
+        coordinate's reach), so a box that needs cutting is cut where it matters."""
         if not len(lo):
-            return np.zeros(0)
+            return np.zeros(0), np.zeros((0, self.D))
         nz, nv = self.nz, self.nv
         xs = self._x_box(lo, hi)
         vs = [Iv(lo[:, nz + k], hi[:, nz + k]) for k in range(nv)]
@@ -745,7 +754,17 @@ class SoftmaxRatio:
                 if pb.grad[k] is not None:
                     acc = acc + pb.grad[k] * ds[k]
             out = np.minimum(out, acc.upper())
-        return np.where(np.isnan(out), np.inf, out)
+            reach = [np.zeros(len(lo)) if pb.grad[k] is None else
+                     np.nan_to_num(pb.grad[k].mag() * (args[k].hi - args[k].lo), nan=np.inf,
+                                   posinf=1e300) for k in range(D)]
+            nz, nv = self.nz, self.nv
+            if self.loss == "rescaled":
+                zs = reach[:nz]
+            else:  # z_j moves every f_k, by at most f_k's range
+                tot = np.sum(reach[:self.n], axis=0)
+                zs = [tot * (hi[:, j] > lo[:, j]) for j in range(nz)]
+            score = np.stack(list(zs) + reach[self.n:self.n + nv], axis=1)
+        return np.where(np.isnan(out), np.inf, out), score
 
     def value_lower(self, theta: np.ndarray) -> float:
         import flint

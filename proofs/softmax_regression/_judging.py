@@ -165,7 +165,7 @@ def bnb_runs(s, loss: str) -> bool:
     return _bnb_allowed(s) and bnb_cost(s, loss) <= BUDGETS[s.profile][0]
 
 
-@cached
+@cached(maxsize=8)
 def checked_band(loss: str, n: int, R: float, boxes: int, stop: float | None):
     """(band, report): the branch and bound's result and the independent check of its
     certificate (:func:`icltheory.certify.check_certificate`; None where no boxes are needed)."""

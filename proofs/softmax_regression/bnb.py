@@ -680,7 +680,7 @@ def _chunk(pb) -> int:
     return int(min(40_000, max(1_000, 1e8 // per_box)))
 
 
-@cached
+@cached(maxsize=8)  # a band holds its certificate (up to ~100 MB at the thorough profile)
 def certified_upper(loss: str, n: int, R: float, boxes: int, stop: float | None = None) -> Band:
     """The deterministic form used by the claims: a budget of boxes, no clock.  ``stop``: a
     candidate constant — the search ends as soon as the certified upper bound is ≤ it, or as
