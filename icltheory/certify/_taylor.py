@@ -148,9 +148,11 @@ class TM:
         u1, u2 = x.q * y.c, y.q * x.c
         q = (p1 + p2) * half + u1 + u2
         Ax, Ay, Qx, Qy = x.lin_mag(), y.lin_mag(), x.quad_mag(), y.quad_mag()
+        # each coefficient above is a few roundings of products and sums whose magnitudes are
+        # counted here (at most three roundings touch any one of them: 4 units each covers it)
         rnd = (np.abs(c) + (np.abs(t1) + np.abs(t2) + np.abs(a)).sum(axis=0)
                + (np.abs(p1) + np.abs(p2) + np.abs(u1) + np.abs(u2) + np.abs(q)).sum(axis=0)
-               ) * (2 * _U)
+               ) * (4 * _U)
         r = _up(Ax * Qy + Qx * Ay + Qx * Qy
                 + x.r * (np.abs(y.c) + Ay + Qy + y.r) + y.r * (np.abs(x.c) + Ax + Qx) + rnd)
         return TM(c, a, q, r, self.D)
@@ -239,6 +241,8 @@ class TM:
         spread = _up(cross + self.r + slack)
         lo = self.c + t_lo.sum(axis=0) - spread
         hi = self.c + t_hi.sum(axis=0) + spread
+        lo = lo - (np.abs(lo) * (2 * _U) + 2.0 ** -1074)  # the last two roundings
+        hi = hi + (np.abs(hi) * (2 * _U) + 2.0 ** -1074)
         bad = np.isnan(lo) | np.isnan(hi)
         return Iv(np.where(bad, -_INF, lo), np.where(bad, _INF, hi))
 

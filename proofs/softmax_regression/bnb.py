@@ -24,6 +24,12 @@ float eigenvectors used by the eigen bound enter only through quantities bounded
 arithmetic (their non-orthonormality included), so a wrong eigenvector loosens the bound but
 cannot invalidate it, and the float point values that prune boxes never lower the certified
 bound below themselves.
+
+Every result carries its certificate (:class:`icltheory.certify.BoxCertificate`): the initial
+boxes, every split, and every box left behind with the bound it was given (or marked outside
+the domain), with the domain as an independent reader states it (the set covered, the
+derivation's SymPy forms of the quantity).  :func:`icltheory.certify.check_certificate`
+re-checks it with code of its own; the claims record that check in their verdicts.
 """
 
 from __future__ import annotations
