@@ -60,6 +60,14 @@ class BoxCertificate:
     def counts(self) -> dict[str, int]:
         return {k: int(np.sum(self.leaf_kind == i)) for i, k in enumerate(KINDS)}
 
+    def describe(self) -> str:
+        """What the certificate claims, in words."""
+        counts = ", ".join(f"{v} {k}" for k, v in self.counts().items() if v)
+        describe = getattr(self.domain, "describe", None)
+        what = describe() if describe else repr(self.domain)
+        return (f"{what} is at most {self.upper!r}, and the number used, {self.reported!r}, is "
+                f"at least {self.factor} × that; by {self.boxes} boxes ({counts})")
+
     def box(self, i: int) -> dict[str, Any]:
         """Leaf ``i`` exactly: its id, kind, corners as Fractions and its bound."""
         return {"id": int(self.leaf_id[i]), "kind": KINDS[int(self.leaf_kind[i])],

@@ -13,25 +13,31 @@ grows with every $g_k$, and $N(g)\ge g_k\sqrt{(k+1)(n-k-1)/n}$, so the regions a
 $[0,G_k]$ per gap with $G_k^2(k+1)(n-k-1)\ge n\rho^2$ (checked exactly) times the $2m$ faces
 $c_j=\pm1$.  A box is outside iff $N$ at its lower corner exceeds $\rho$ (exact rationals).
 
-Enclosure of $\psi$ on a box: a mean-value form of the entries of $Q^\top KQ$ ($Q$ the float
-eigenbasis of the pencil at the box centre, its departure from $G$-orthonormality bounded:
-$|\lambda(K,G)|\le\max|\lambda(Q^\top KQ)|/(1-\lVert Q^\top GQ-I\rVert_F)$): the centre's
-entries plus the box's enclosure of each partial derivative times the coordinate's half-width,
-intersected with the plain enclosure; then an eigenvalue bound for an interval symmetric matrix
+Enclosure of $\psi$ on a box.  The target patch by convexity: $K$ is affine in $b$, so
+$\max|\lambda(K,G)|$ is convex in $b$, and every $b(c)$ of the patch is $t\,y$ with $y$ a convex
+combination of the corners' unit targets and $t\in[1,1/\nu]$ ($\nu\le\langle w,y\rangle/
+\lVert w\rVert$ for a fixed $w$): the bound is the largest over the vertices $t\,u_v$,
+$t\in\{1,1/\nu\}$.  Over the gaps, at each vertex: $Q^\top KQ=U^\top\operatorname{diag}(\delta)U$,
+$U=TE\,Q$ ($Q$ the float eigenbasis of the pencil at the box centre, its departure from
+$G$-orthonormality bounded: $|\lambda(K,G)|\le\max|\lambda(Q^\top KQ)|/(1-\lVert Q^\top GQ-I
+\rVert_F)$), each entry enclosed by second-order Taylor models in $g$ (:mod:`._taylor`) and by
+plain intervals, the narrower kept; then an eigenvalue bound for an interval symmetric matrix
 (for the top eigenvalue, $\lambda_{\max}\le$ the larger root of
 $\begin{pmatrix}a&\lVert\beta\rVert\\\lVert\beta\rVert&d\end{pmatrix}$ with $a$ the pivot entry,
 $\beta$ the rest of its row and $d$ a Gershgorin bound of the remaining block; the same for
 $-\lambda_{\min}$).  $f$ over a box: $f_k$ increases with $z_k$ and decreases with the other
-logits, so its range is exact per coordinate (exponentials from arb);
-$\partial f_k/\partial g_l=f_k([k\le l]-\sum_{j\le l}f_j)$.
+logits, so its range is exact per coordinate (exponentials from arb).  The checker's $\delta$
+and $K=(TE)^\top\operatorname{diag}(\delta)(TE)$ are checked against the derivation's SymPy
+forms by exact expansion.
 
 **SoftmaxRatio** (rescaled loss, or the normalized loss by its ratio form).  Coordinates
 $(z,v)$: sorted logits ($z_0\ge\dots$; normalized: $z_{n-1}=0$ dropped, centred norm
 $\le\rho$; rescaled: $\lVert z\rVert\le\rho$) and a direction $v$ on a face $v_i=1$ of the cube
 (normalized: $v_{n-1}=0$ dropped) — $\psi$ is even and 0-homogeneous in $v$.  Quantity: the
 SymPy expression $\psi(x,v)$ the caller passes, $x=e^z$ (rescaled) or
-$\operatorname{softmax}(z)$.  Enclosure: mean-value form over the box (derivatives by forward
-mode over intervals) intersected with the plain evaluation.  Outside: unsorted
+$\operatorname{softmax}(z)$.  Enclosure: mean-value forms in $(x, v)$ over the box — about the
+centre and about the point that minimises the form's upper end (Baumann) — with derivatives
+by forward mode over intervals, intersected with the plain evaluation.  Outside: unsorted
 ($\mathrm{lo}_j>\mathrm{hi}_i$ for some $i<j$) or the smallest norm over the box above
 $\rho$ (exact rationals).
 """
@@ -40,7 +46,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -121,14 +126,6 @@ def _prec(bits: int):
             flint.ctx.prec = old
 
     return cm()
-
-
-def _box_delta(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, list[Iv]]:
-    """A float point of each box (its midpoint, kept inside) and intervals holding θ − point."""
-    mid = np.clip(0.5 * (lo + hi), lo, hi)
-    dlt = [Iv(np.nextafter(lo[:, k] - mid[:, k], -np.inf),
-              np.nextafter(hi[:, k] - mid[:, k], np.inf)) for k in range(lo.shape[1])]
-    return mid, dlt
 
 
 def _softmax_box(zlo: list[Iv], zhi: list[Iv]) -> list[Iv]:
@@ -223,16 +220,13 @@ class SoftmaxPencil:
         return out
 
     def _outside_exact(self, lo: np.ndarray, hi: np.ndarray) -> bool:
+        """N(lower corner)² > ρ² in exact rationals."""
         n, m = self.n, self.m
-        rho2 = _exact(self.rho) ** 2
-        out = np.zeros(1, bool)
-        for b in range(1):
-            g = [max(_exact(v), Fraction(0)) for v in lo[:m]]
-            z = [sum(g[k:], Fraction(0)) for k in range(m)] + [Fraction(0)]
-            N2 = sum(((z[i] - z[j]) ** 2 for i in range(n) for j in range(i + 1, n)),
-                     Fraction(0)) / n
-            out[b] = N2 > rho2
-        return bool(out[0])
+        g = [max(_exact(v), Fraction(0)) for v in lo[:m]]
+        z = [sum(g[k:], Fraction(0)) for k in range(m)] + [Fraction(0)]
+        N2 = sum(((z[i] - z[j]) ** 2 for i in range(n) for j in range(i + 1, n)),
+                 Fraction(0)) / n
+        return bool(N2 > _exact(self.rho) ** 2)
 
     # ------------------------------------------------------------------ enclosures
     def enclose(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -533,32 +527,6 @@ def _bdot(a: list, b: list) -> Iv:
     return iv_sum([x * y for x, y in zip(a, b)]) + iv_sum(a) * iv_sum(b)
 
 
-def _congruence(M: list[list], Q: np.ndarray) -> list[list]:
-    """QᵀMQ for an m×m matrix of intervals (None = 0) and float Q (B, m, m)."""
-    m = len(M)
-    T: list[list] = [[None] * m for _ in range(m)]  # T = M Q
-    for a in range(m):
-        for j in range(m):
-            acc = None
-            for b in range(m):
-                if M[a][b] is None:
-                    continue
-                t = M[a][b].scale(Q[:, b, j])
-                acc = t if acc is None else acc + t
-            T[a][j] = acc
-    out: list[list] = [[None] * m for _ in range(m)]
-    for i in range(m):
-        for j in range(i, m):
-            acc = None
-            for a in range(m):
-                if T[a][j] is None:
-                    continue
-                t = T[a][j].scale(Q[:, a, i])
-                acc = t if acc is None else acc + t
-            out[i][j] = out[j][i] = acc
-    return out
-
-
 def _nonorthogonality(Q: np.ndarray) -> np.ndarray:
     """An upper bound on ‖QᵀGQ − I‖_F, G = I + 𝟏𝟏ᵀ (interval arithmetic on exact Q)."""
     B, m, _ = Q.shape
@@ -813,12 +781,3 @@ def _min_centred_sq(ivs: list[tuple[Fraction, Fraction]]) -> Fraction:
             if lo <= c <= hi:
                 cands.append(c)
     return min(h(c) for c in cands)
-
-
-def parameters(obj: Any) -> dict:
-    """The domain's parameters as plain data (for reports)."""
-    keys = ("kind", "n", "R", "rho", "loss", "z_max")
-    out = {k: getattr(obj, k) for k in keys if hasattr(obj, k)}
-    if hasattr(obj, "gap_max"):
-        out["gap_max"] = [float(g) for g in obj.gap_max]
-    return out
