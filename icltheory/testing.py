@@ -277,12 +277,14 @@ def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool =
 
     ``independence=True`` also asserts that the two sides are independent: a theory-side
     error leaves the measurement bit for bit unchanged, a measurement-side error leaves the
-    predicted constants unchanged (``AssertionError`` otherwise).  ``unplanted``: a
+    predicted constants unchanged (``AssertionError`` otherwise; a certified-layer error is not held to either).  ``unplanted``: a
     ``(setting, measurement)`` already taken without the error — used as the clean side of that
     comparison when its setting is the one this run resolves (measurements are deterministic),
     instead of measuring again."""
     c = _claim(claim)
     setting = c.setting({"profile": "quick", **dict(error.setting)})
+    # a certified-layer error (interval arithmetic, branch and bound) may move either side
+    independence = independence and error.side in ("theory", "measurement")
     if independence:
         if error.side == "theory":
             if unplanted is not None and unplanted[0] == setting:

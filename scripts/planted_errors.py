@@ -1,5 +1,6 @@
 """Print the planted-error score: for every claim, how many planted errors (theory side,
-measurement side) and planted wrong predictions turn its verdict to ``fails``.
+measurement side, certified layer — the interval arithmetic and branch and bound behind a
+certified number) and planted wrong predictions turn its verdict to ``fails``.
 
     python scripts/planted_errors.py [CLAIM-PREFIX ...] [--json]
 
@@ -18,8 +19,8 @@ from icltheory.core import all_claims, judge_claim, measure_claim
 
 
 def score(claim) -> dict:
-    row = {"claim": claim.id, "theory": [0, 0], "measurement": [0, 0], "prediction": [0, 0],
-           "missed": []}
+    row = {"claim": claim.id, "theory": [0, 0], "measurement": [0, 0], "certified": [0, 0],
+           "prediction": [0, 0], "missed": []}
     if claim.is_legacy():
         row["legacy"] = True
         return row
@@ -51,8 +52,8 @@ def main(argv: list[str]) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    tot = {k: [0, 0] for k in ("theory", "measurement", "prediction")}
-    print(f"{'claim':<36} {'theory':>8} {'measurement':>12} {'prediction':>11}")
+    tot = {k: [0, 0] for k in ("theory", "measurement", "certified", "prediction")}
+    print(f"{'claim':<36} {'theory':>8} {'measurement':>12} {'certified':>10} {'prediction':>11}")
     for r in rows:
         if r.get("legacy"):
             print(f"{r['claim']:<36} {'(legacy claim: no planted errors declared)':>33}")
@@ -62,13 +63,14 @@ def main(argv: list[str]) -> int:
             tot[k][0] += r[k][0]
             tot[k][1] += r[k][1]
             cells.append(f"{r[k][0]}/{r[k][1]}")
-        print(f"{r['claim']:<36} {cells[0]:>8} {cells[1]:>12} {cells[2]:>11}")
+        print(f"{r['claim']:<36} {cells[0]:>8} {cells[1]:>12} {cells[2]:>10} {cells[3]:>11}")
         for miss in r["missed"]:
             print(f"    missed: {miss}")
     caught = sum(v[0] for v in tot.values())
     planted = sum(v[1] for v in tot.values())
     print(f"\ncaught {caught}/{planted}: theory {tot['theory'][0]}/{tot['theory'][1]}, "
           f"measurement {tot['measurement'][0]}/{tot['measurement'][1]}, "
+          f"certified {tot['certified'][0]}/{tot['certified'][1]}, "
           f"prediction {tot['prediction'][0]}/{tot['prediction'][1]}")
     return 0 if caught == planted else 1
 

@@ -229,6 +229,13 @@ def test_lipschitz_default_holds_with_tightness_and_plot(profile, setting):
     assert 0.2 < v.measured["worst_ratio"] < 3.25
     assert v.plots and len(v.plots[0].series) == 4
     assert sum(c.name.startswith("search (arb-certified") and c.passed for c in v.checks) == 3
+    # the certified number's certificate is checked independently, at every profile, and the
+    # closed form's premise against a certified witness of the logit Hessian's norm
+    cert = next(c for c in v.checks if c.name == "certificate checked independently")
+    assert cert.passed and cert.measured["coverage"] == "exact" and cert.measured["boxes"] > 100
+    assert cert.measured["reported"] == v.predicted["certified_upper"]
+    prem = next(c for c in v.checks if c.name.startswith("closed form's premise"))
+    assert prem.passed and 0.359 < prem.measured < 3.25
 
 
 def test_lipschitz_negative_control_gives_certified_counterexample():
@@ -242,8 +249,45 @@ def test_lipschitz_negative_control_gives_certified_counterexample():
 
 
 def test_bound_predictions_between_witness_and_proof_are_inconclusive():
-    v = _run("softmaxreg.lipschitz", predict={"closed_form": "1.0"})
+    # between the certified witness (0.2583) and the quick profile's certified bound (0.716)
+    v = _run("softmaxreg.lipschitz", predict={"closed_form": "0.5"})
     assert v.verdict == "inconclusive"
+
+
+def test_the_reviewers_13_over_40_no_longer_holds_by_the_proof():
+    """The closed form and its arithmetic step both changed to 13/40·a² (the premise chain
+    left alone): the premise's certified witness (0.3591 > 0.325) refutes it, so neither the
+    candidate 0.4 nor the closed form itself holds by it."""
+    import icltheory.testing as itest
+    from icltheory.core import PlantedError
+    from proofs.softmax_regression._judging import closed_form_tenth
+
+    err = PlantedError("theory", "13/40", "proofs.softmax_regression.theory:_normalized_chain",
+                       closed_form_tenth())
+    with itest.planted(err):
+        v = _run("softmaxreg.candidate", {"candidate": "0.4"})
+        assert v.predicted["proved_bound"] <= 0.325  # the slip is in: the proof says 13/40
+        assert v.verdict != "holds"
+        prem = next(c for c in v.checks if c.name.startswith("closed form's premise"))
+        assert prem.passed is False and "proved_bound" in prem.judges
+
+
+def test_a_refuted_certificate_fails_the_tools_proof_not_the_candidate(monkeypatch):
+    """A slip in the branch and bound (a split that leaves part of each box unexamined) makes
+    the candidate's verdict fail through its proved bound; the candidate's own check is not
+    marked refuted, and the bad box is named."""
+    import icltheory.testing as itest
+    from proofs.softmax_regression._judging import certified_slip
+
+    with itest.planted(certified_slip("split_gap")):
+        v = _run("softmaxreg.candidate", {"candidate": "0.5"})
+    assert v.verdict == "fails"
+    cert = next(c for c in v.checks if c.name == "certificate checked independently")
+    assert cert.passed is False and cert.judges == ("proved_bound",)
+    assert "unexamined" in v.evidence["certificate_bad_box"] or "partition" in \
+        v.evidence["certificate_bad_box"]
+    cand = next(c for c in v.checks if c.name.startswith("candidate vs the certified"))
+    assert cand.passed is not False
 
 
 def test_rescaled_lipschitz_and_negative_control():
@@ -505,10 +549,11 @@ def test_data_move_claim_and_negative_control():
 
 
 def test_branch_and_bound_certifies_a_candidate_below_the_closed_form():
-    """At n=4, d=3, R=1 (20 000 boxes at most; the search stops once its bound is ≤ 1.6) the
+    """At n=4, d=3, R=1 (15 000 boxes at most — with the independent check of the certificate
+    within the quick profile's budget; the search stops once its bound is ≤ 1.6) the
     certificate is below 3.25: a candidate of 1.6 is proved although the closed-form bound
     could not prove it."""
-    v = _run("softmaxreg.candidate", {"candidate": "1.6", "bnb_boxes": 20_000})
+    v = _run("softmaxreg.candidate", {"candidate": "1.6", "bnb_boxes": 15_000})
     assert v.verdict == "holds"
     lo, up = v.measured["certified_band"]
     assert 0.25831 < lo < up < 1.6
@@ -645,7 +690,8 @@ def _candidate_band_sides(setting, profile):
     bound stops as soon as its bound is below the candidate), and a planted error in the
     certificate (the branch and bound's bounds and point values scaled by 0.9: a lost factor)
     lets the proved bound fall below the certified witness — the claim reports it (`fails`,
-    "the proved bound survives the search" refuted) where the correct certificate survives."""
+    "the proved bound survives the search" refuted, and the independent check refutes the
+    certificate, so its bound is not used) where the correct certificate survives."""
     from icltheory.core import rederive
     from proofs.softmax_regression import bnb
 
@@ -675,7 +721,8 @@ def _candidate_band_sides(setting, profile):
             bnb._EigenProblem.value = lambda self, pts: 0.9 * orig_value(self, pts)
             w, checks = check(0.999 * lo)
             assert w.verdict == "fails" and checks["the proved bound survives the search"] is False
-            assert w.measured["certified_band"][1] < lo
+            assert checks["certificate checked independently"] is False
+            assert w.predicted["proved_bound"] < lo <= w.measured["certified_band"][1]
         finally:
             bnb._EigenProblem.upper, bnb._EigenProblem.value = orig, orig_value
 

@@ -449,7 +449,8 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
                      seconds: float = 60.0, max_boxes: int = 2_000_000, chunk: int = 40_000,
                      scale=None, lower: float = 0.0, argmax=None,
                      polish: Callable | None = None, frontier: dict | None = None,
-                     probe: int | None = None, stop: float | None = None) -> BnBResult:
+                     probe: int | None = None, stop: float | None = None,
+                     record: dict | None = None) -> BnBResult:
     """Certify sup f ≤ upper over the union of the boxes [lo_i, hi_i] (see module docstring).
 
     ``upper_fn(lo, hi, threshold) -> array`` (or ``(array, scores)``): a certified upper bound
@@ -468,7 +469,16 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
 
     Boxes whose upper bound is already within ``target`` × the best value are retired (only
     the largest such bound is kept), so memory holds the unresolved frontier only; the frontier
-    is processed in chunks of ``chunk`` boxes, largest upper bound first."""
+    is processed in chunks of ``chunk`` boxes, largest upper bound first.
+
+    ``record`` (a dict) receives the certificate.  Boxes carry ids (the initial ones 0, 1, …;
+    the halves of the s-th split ``n₀ + 2s`` (lower) and ``n₀ + 2s + 1`` (upper)):
+    ``record["roots"]`` = (lo, hi) of the initial boxes; ``record["splits"]``: arrays (parent
+    id, coordinate, cut value) per batch, in order; ``record["leaves"]``: every box the search
+    leaves behind, as tuples ``(kind, ids, lo, hi, bound)`` of arrays — ``"bounded"`` (retired
+    with its upper bound), ``"pruned"`` (its upper bound below a value found), ``"outside"``
+    (certainly infeasible; bound NaN) and, at the end, ``"frontier"`` (unprocessed, with its
+    parent's bound).  The leaves partition the initial boxes."""
     t0 = time.perf_counter()
     lo, hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
     scale = np.ones(lo.shape[1]) if scale is None else np.asarray(scale, dtype=float)
@@ -476,6 +486,10 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     retired = -np.inf  # largest upper bound among boxes retired (resolved to the target)
     ub_all = np.full(len(lo), np.inf)  # parents' bounds (for the processing order)
     evaluated, rounds, status, polished = 0, 0, "target", 0
+    ids = np.arange(len(lo))  # box ids (the certificate's names for them)
+    next_id = len(lo)
+    if record is not None:
+        record.update(roots=(lo.copy(), hi.copy()), splits=[], leaves=[])
     while len(lo):
         rounds += 1
         if stop is not None and best > stop:
@@ -489,11 +503,14 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
             break
         order = np.argsort(-ub_all, kind="stable")
         take, rest = order[:chunk], order[chunk:]
-        clo, chi = lo[take], hi[take]
-        lo, hi, ub_all = lo[rest], hi[rest], ub_all[rest]
+        clo, chi, cid = lo[take], hi[take], ids[take]
+        lo, hi, ub_all, ids = lo[rest], hi[rest], ub_all[rest], ids[rest]
         if infeasible_fn is not None:
             keep = ~infeasible_fn(clo, chi)
-            clo, chi = clo[keep], chi[keep]
+            if record is not None and not np.all(keep):
+                record["leaves"].append(("outside", cid[~keep], clo[~keep], chi[~keep],
+                                         np.full(int((~keep).sum()), np.nan)))
+            clo, chi, cid = clo[keep], chi[keep], cid[keep]
         if not len(clo):
             continue
         look = slice(None) if probe is None else slice(0, probe)  # chunk sorted by bound
@@ -517,8 +534,13 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
         done = live & (ub <= level) & ((best > 0) | (stop is not None))
         if np.any(done):
             retired = max(retired, float(ub[done].max()))
+        if record is not None:
+            if not np.all(live):
+                record["leaves"].append(("pruned", cid[~live], clo[~live], chi[~live], ub[~live]))
+            if np.any(done):
+                record["leaves"].append(("bounded", cid[done], clo[done], chi[done], ub[done]))
         split = live & ~done
-        clo, chi, ub = clo[split], chi[split], ub[split]
+        clo, chi, ub, cid = clo[split], chi[split], ub[split], cid[split]
         if not len(clo):
             continue
         w = (chi - clo) / scale
@@ -533,8 +555,15 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
         lo = np.concatenate([lo, clo, b_lo])
         hi = np.concatenate([hi, a_hi, chi])
         ub_all = np.concatenate([ub_all, ub, ub])
+        new = next_id + 2 * rows
+        ids = np.concatenate([ids, new, new + 1])
+        next_id += 2 * len(rows)
+        if record is not None:
+            record["splits"].append((cid, k, m))
     if frontier is not None:
         frontier.update(lo=lo, hi=hi, ub=ub_all)
+    if record is not None and len(lo):
+        record["leaves"].append(("frontier", ids, lo, hi, ub_all))
     # frontier boxes left unprocessed carry their parent's bound (a valid upper bound)
     pending = float(ub_all.max()) if len(ub_all) else -np.inf
     upper = max(retired, pending, best)

@@ -10,6 +10,7 @@ from ._claim import Claim as Claim
 from ._claim import Cost as Cost
 from ._claim import Measurement as Measurement
 from ._claim import OverBudget as OverBudget
+from ._claim import PLANTED_SIDES as PLANTED_SIDES
 from ._claim import PlantedError as PlantedError
 from ._claim import Prediction as Prediction
 from ._claim import Run as Run
@@ -18,6 +19,7 @@ from ._claim import measure_claim as measure_claim
 from ._claim import non_default_keys as non_default_keys
 from ._claim import over_budget as over_budget
 from ._claim import run_check as run_check
+from ._claim import source_edit as source_edit
 from ._claim import versions as versions
 from ._derivation import Derivation as Derivation
 from ._derivation import Step as Step

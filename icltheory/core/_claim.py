@@ -151,13 +151,50 @@ def _scale(x: Any, f: float) -> Any:
     return 1.0 if x == 0 else float(x) * f
 
 
+#: where a planted error sits (see :class:`PlantedError`)
+PLANTED_SIDES = ("theory", "measurement", "certified")
+
+
+def source_edit(old: Any, new: str | None = None) -> Callable[[Any], Any]:
+    """A planted error's ``replace``: the original function (or method) recompiled with the
+    text ``old`` of its source replaced by ``new`` (``old`` must occur exactly once; several
+    edits as a list of (old, new) pairs), with its module's names — a slip in the code itself,
+    e.g. ``source_edit("b_lo[rows, k] = m", "b_lo[rows, k] = m + 0.25 * (chi[rows, k] - m)")``.
+    """
+    import inspect
+    import textwrap
+
+    edits: list[tuple[str, str]] = ([(old, str(new))] if isinstance(old, str)
+                                    else [(str(a), str(b)) for a, b in old])
+
+    def replace(orig: Any) -> Any:
+        fn = getattr(orig, "__wrapped__", orig)
+        fn = getattr(fn, "__func__", fn)
+        src = textwrap.dedent(inspect.getsource(fn))
+        for a, b in edits:
+            if src.count(a) != 1:
+                raise ValueError(f"{fn.__qualname__}: {a!r} occurs {src.count(a)} times, not once")
+            src = src.replace(a, b)
+        lines = src.splitlines()
+        while lines and not lines[0].startswith(("def ", "async def ")):
+            lines.pop(0)  # decorators: the original's wrappers are not re-applied
+        namespace = dict(fn.__globals__)
+        code = compile("\n".join(lines) + "\n", f"<planted edit of {fn.__qualname__}>", "exec")
+        exec(code, namespace)  # noqa: S102 (the original's own source, edited)
+        return namespace[fn.__name__]
+
+    return replace
+
+
 @dataclass(frozen=True)
 class PlantedError:
     """A planted error: ``target`` (``"package.module:attribute"``) is replaced during one run
     by ``replace(original)``; the verdict must then be ``fails`` (not ``inconclusive``).
 
-    ``side``: ``"theory"`` (the prediction is wrong) or ``"measurement"`` (the experiment is
-    wrong).  ``setting``: keys for the run (default: the claim's defaults, profile quick).
+    ``side``: ``"theory"`` (the prediction is wrong), ``"measurement"`` (the experiment is
+    wrong) or ``"certified"`` (the machinery behind a certified number is unsound — interval
+    arithmetic, branch and bound — so the number may be wrong on either side; the independent
+    check of its certificate must catch it).  ``setting``: keys for the run (default: the claim's defaults, profile quick).
     ``expect``: the verdict the error must produce — ``"fails"``; only for a claim that is
     false at its defaults (``expected_default = "fails"``) may an error that makes the
     measurement agree with the false statement expect ``"holds"``."""
@@ -170,8 +207,9 @@ class PlantedError:
     expect: str = "fails"
 
     def __post_init__(self) -> None:
-        if self.side not in ("theory", "measurement"):
-            raise ValueError(f"planted error side must be theory|measurement, got {self.side!r}")
+        if self.side not in PLANTED_SIDES:
+            raise ValueError(f"planted error side must be one of {'|'.join(PLANTED_SIDES)}, "
+                             f"got {self.side!r}")
         if ":" not in self.target:
             raise ValueError(f"planted error target {self.target!r} is not 'module:attribute'")
         if self.expect not in ("fails", "holds"):

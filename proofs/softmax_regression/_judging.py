@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 
-from icltheory.core import Cost, lazy_module
+from icltheory.core import Cost, cached, lazy_module, source_edit
 
 theory = lazy_module("proofs.softmax_regression.theory")
 bnb = lazy_module("proofs.softmax_regression.bnb")
@@ -46,6 +46,48 @@ def drop_projection(orig):
 
         return sp.Matrix(F.rows, F.cols, lambda j, k: F[j, k] * (F[j, k] - B[j, k]))
     return wrong
+
+
+# the certified layer: one-line slips in the interval arithmetic and the branch and bound
+# (each turns the certificate wrong; the independent check must say so)
+_IV = "icltheory.bounds._interval"
+_BNB = f"{PKG}.bnb:branch_and_bound"  # the name the branch and bound module calls
+CERTIFIED_SLIPS = {
+    "exp_low": ("e^x enclosure whose upper end is 0.1 % low", f"{_IV}:exp_bounds",
+                source_edit("hi = _up(e_hi * p_hi)", "hi = _up(e_hi * p_hi) * 0.999")),
+    "exp_half": ("e^x enclosure whose upper end is halved", f"{_IV}:exp_bounds",
+                 source_edit("hi = _up(e_hi * p_hi)", "hi = _up(e_hi * p_hi) * 0.5")),
+    "no_remainder": ("second-order Taylor forms without their third-order remainder",
+                     f"{_IV}:Quad._apply", source_edit("+ g3 * r * r * r", "+ 0.0")),
+    "split_gap": ("a split that leaves a quarter of each box unexamined", _BNB,
+                  source_edit("b_lo[rows, k] = m\n", "b_lo[rows, k] = m + 0.5 * (chi[rows, k] - m)\n")),
+    "prune_high": ("boxes pruned below 1.2 × the best value (not below it)", _BNB,
+                   source_edit("live = ub >= best * (1 - 1e-9)", "live = ub >= best * 1.2")),
+    "no_frontier": ("the reported bound ignores the unprocessed frontier", _BNB,
+                    source_edit("upper = max(retired, pending, best)", "upper = max(retired, best)")),
+}
+
+
+def certified_slip(key: str, setting: dict | None = None, *, standard: bool = False):
+    """One of :data:`CERTIFIED_SLIPS` as a planted error of the certified layer, run at
+    ``setting`` (``standard``: at the standard profile with a small search, where the branch
+    and bound's budget is beyond the quick profile's)."""
+    from icltheory.core import PlantedError
+
+    what, target, replace = CERTIFIED_SLIPS[key]
+    st = dict(setting or {})
+    if standard:
+        st = {"profile": "standard", "samples": 100, "refine": 0, "witness_starts": 3,
+              "grid": 0, **st}
+    return PlantedError("certified", what, target, replace, st)
+
+
+def closed_form_tenth():
+    """The reviewer's slip: the closed form and its arithmetic step both 13/40·a² (the premise
+    chain above them left as it is)."""
+    return source_edit([("closed = d.define(\"closed_form\", a ** 2 * kappa,",
+                         "closed = d.define(\"closed_form\", a ** 2 * kappa / 10,"),
+                        ("sp.Rational(13, 4) * a ** 2,", "sp.Rational(13, 40) * a ** 2,")])
 
 
 def bound_tenth(orig):
@@ -96,6 +138,12 @@ def witness_bound(ctx, name: str, key: str, m, proved_upper: float, what: str) -
 
 #: the branch and bound runs for n ≤ this (its lowered gradient grows fast with n)
 BNB_MAX_N = 6
+#: at the quick profile it runs for n ≤ this (beyond, lowering the pencil alone takes seconds)
+BNB_QUICK_MAX_N = 4
+
+
+def _bnb_allowed(s) -> bool:
+    return bool(s.bnb_boxes) and s.n <= (BNB_QUICK_MAX_N if s.profile == "quick" else BNB_MAX_N)
 
 
 def bnb_upper(s, loss: str, stop: float | None = None) -> float:
@@ -109,11 +157,107 @@ def bnb_upper(s, loss: str, stop: float | None = None) -> float:
 
 
 def bnb_runs(s, loss: str) -> bool:
-    """Whether the setting runs the branch and bound (boxes allowed, n ≤ BNB_MAX_N, its cost
-    within the profile's budget)."""
+    """Whether the setting runs the branch and bound (boxes allowed, n ≤ BNB_MAX_N — ≤
+    BNB_QUICK_MAX_N at the quick profile —, its cost and its certificate's check within the
+    profile's budget)."""
     from icltheory.core import BUDGETS
 
-    return bool(s.bnb_boxes) and s.n <= BNB_MAX_N and bnb_cost(s, loss) <= BUDGETS[s.profile][0]
+    return _bnb_allowed(s) and bnb_cost(s, loss) <= BUDGETS[s.profile][0]
+
+
+@cached(maxsize=8)
+def checked_band(loss: str, n: int, R: float, boxes: int, stop: float | None):
+    """(band, report): the branch and bound's result and the independent check of its
+    certificate (:func:`icltheory.certify.check_certificate`; None where no boxes are needed)."""
+    from icltheory.certify import check_certificate
+
+    band = bnb.certified_upper(loss, n, R, boxes, stop)
+    if band.certificate is None:
+        return band, None
+    return band, check_certificate(band.certificate)
+
+
+_CERT_WHY = ("an independent check (icltheory.certify: no code shared with the branch and bound "
+             "or its interval arithmetic) re-derives that the boxes partition the reduced domain "
+             "(exact comparisons and rationals), that each box's bound is at least its own "
+             "enclosure of the same quantity there (its own interval arithmetic and Taylor "
+             "models, exponentials from arb; a box it cannot confirm is cut and its pieces "
+             "checked; a point certified in arb above a box's bound refutes it) and that the "
+             "reported bound is at least every box's bound")
+
+
+def certificate_check(ctx, s, loss: str, key: str, stop: float | None = None, *,
+                      tool_claim: bool = True) -> bool:
+    """Record the independent check of the branch-and-bound certificate behind predicted[key]
+    and return whether its bound may be used as a proof.  A refuted certificate makes the check
+    fail when the certified number is the claim's own assertion (``tool_claim``); when the claim
+    is about someone else's constant it records the check as undecided (the tool's proof is
+    wrong, which says nothing about that constant) — either way its bound is not used.  An
+    unconfirmed certificate (the check's budget ran out) is undecided."""
+    if not bnb_runs(s, loss):
+        return False
+    band, rep = checked_band(loss, s.n, float(s.R), int(s.bnb_boxes), stop)
+    name = "certificate checked independently"
+    if rep is None:  # one logit: the Hessian vanishes, nothing to cover
+        ctx.condition(name, True, predicted="no boxes needed", measured="n = 1: ψ = 0",
+                      judges=(key,), why="with one logit softmax is constant: the bound is 0")
+        return True
+    if rep.status == "empty":
+        ctx.condition(name, True, predicted="nothing certified", measured=rep.summary(False),
+                      judges=(key,), why="the branch and bound reports no finite bound, so there "
+                                         "is nothing to check and nothing is used")
+        return False
+    measured = {"boxes": rep.boxes, **{k: v for k, v in rep.counts.items() if v},
+                "coverage": rep.coverage, "max box bound (psi)": rep.max_bound,
+                "reported (psi)": rep.upper, "reported": band.upper,
+                "boxes enclosed by the checker": rep.pieces}
+    passed: bool | None = {"verified": True, "refuted": False, "undecided": None}[rep.status]
+    detail = rep.summary(False)
+    if rep.status == "refuted" and not tool_claim:
+        passed = None
+        detail = ("the tool's own certificate is wrong, so its bound is not used (this says "
+                  "nothing about the candidate): " + detail)
+    ctx.condition(name, passed, predicted="the boxes cover the domain and every bound holds",
+                  measured=measured, judges=(key,), why=_CERT_WHY, detail=detail)
+    if rep.status == "refuted":
+        ctx.evidence["certificate_bad_box"] = rep.bad
+    return rep.status == "verified"
+
+
+def premise_check(ctx, s, m, judges: tuple) -> bool:
+    """The closed form's premise — ‖∇²_z ½‖softmax(z) − b‖²‖₂ ≤ κ for every logit vector and
+    ‖b‖ ≤ 1, with κ = closed_form/a² as the derivation states it — against a certified witness
+    of that supremum (an explicit pair, :func:`.experiments.premise_witness`): κ below the
+    witness refutes the derivation's premise.  Returns whether the closed form may be used as a
+    proof (its premise is proved step by step in the derivation and not refuted here)."""
+    name = "closed form's premise vs a certified witness (any logits)"
+    if s.n < 2:
+        ctx.condition(name, True, predicted="‖∇²_z ℓ‖ = 0", measured="n = 1", judges=judges,
+                      why="with one logit softmax is constant: the logit Hessian vanishes")
+        return True
+    th = theory.theory()
+    k_lo, k_hi = th.lower("closed_form", s.n, 1.0), th.upper("closed_form", s.n, 1.0)
+    w = float(m.get("premise_witness", 0.0))
+    why = ("κ is the derivation's bound on the logit Hessian's norm for every logit vector (no "
+           "ball: the closed form holds for all x, y); the witness is an explicit pair at two "
+           "logits inside a ball of radius R_w = 3 whose gradient-difference ratio is certified "
+           "in arb, divided by R_w² (two logits only lower the supremum)")
+    if not w > 0:
+        ctx.condition(name, None, predicted=k_hi, measured=w, judges=judges, why=why,
+                      detail="no certified witness: the premise is not checked, so the closed "
+                             "form is not used as a proof")
+        return False
+    if k_hi < w:
+        ctx.condition(name, False, predicted=k_hi, measured=w, judges=judges, why=why,
+                      detail=f"κ = {k_hi:.6g} < certified witness {w:.6g}: the derivation's "
+                             "premise is false")
+        ctx.evidence["closed_form_premise_counterexample"] = m.get("premise_witness_pair")
+        return False
+    ok = k_lo >= w
+    ctx.condition(name, True if ok else None, predicted=k_hi, measured=w, judges=judges, why=why,
+                  detail=f"κ = {k_hi:.6g} ≥ certified witness {w:.6g} (κ/witness "
+                         f"{k_hi / w:.3g})")
+    return ok
 
 
 def bnb_derivation_check(ctx, s, loss: str, key: str) -> None:
@@ -134,31 +278,55 @@ def bnb_derivation_check(ctx, s, loss: str, key: str) -> None:
 
 
 def best_proved(s, loss: str, terms, stop: float | None = None) -> float:
-    """The best proved upper bound on the gradient's Lipschitz constant at the setting: the
-    derivation's closed forms and the branch-and-bound certificate (aimed at ``stop``, a
-    candidate constant, when given)."""
+    """The best proved upper bound on the gradient's Lipschitz constant at the setting (the
+    prediction): the derivation's closed forms and the branch-and-bound certificate (aimed at
+    ``stop``, a candidate constant, when given)."""
     th = theory.theory()
     return min([th.upper(t, s.n, s.R) for t in terms] + [bnb_upper(s, loss, stop)])
 
 
+def checked_proved(s, loss: str, terms, stop: float | None, bnb_ok: bool) -> float:
+    """The proved upper bound a verdict may rest on: the given closed forms (their premises
+    proved or checked by the caller) and the branch-and-bound bound only if its certificate
+    passed the independent check."""
+    th = theory.theory()
+    vals = [th.upper(t, s.n, s.R) for t in terms]
+    if bnb_ok:
+        vals.append(bnb_upper(s, loss, stop))
+    return min(vals) if vals else math.inf
+
+
 def bnb_cost(s, loss: str) -> float:
-    """≈ flop-equivalents of the branch and bound: its box budget × one box's work for the
-    loss (:func:`.settings.bnb_box_work`); 0 when it does not run."""
+    """≈ flop-equivalents of the branch and bound and of the independent check of its
+    certificate (measured at most about as costly: ×2): its box budget × one box's work for
+    the loss (:func:`.settings.bnb_box_work`); 0 when it does not run."""
     from .settings import bnb_box_work
 
-    if not s.bnb_boxes or s.n > BNB_MAX_N:
+    if not _bnb_allowed(s):
         return 0.0
-    return float(s.bnb_boxes) * bnb_box_work(s.n, loss)
+    return 2.0 * float(s.bnb_boxes) * bnb_box_work(s.n, loss)
 
 
 def bnb_memory(s) -> float:
     """≈ bytes of the branch and bound: the frontier (two corners and a bound per box, at most
-    one box per box evaluated, ×3 for the copies made when it is split) and the
-    second-order forms of one chunk (≈ 350 MB at most: the chunk shrinks as n grows; measured
-    peak resident size 180 MB at n = 4, 350 MB at n = 6, the process included)."""
-    if not s.bnb_boxes or s.n > BNB_MAX_N:
+    one box per box evaluated, ×3 for the copies made when it is split), the second-order
+    forms of one chunk (≈ 350 MB at most: the chunk shrinks as n grows; measured peak resident
+    size 180 MB at n = 4, 350 MB at n = 6, the process included), and the certificate with
+    its check (per box evaluated: a leaf's corners, id, kind and bound, a split's record, and
+    the checker's copy of every node's corners)."""
+    if not _bnb_allowed(s):
         return 0.0
-    return 3.5e8 + 3 * 8.0 * (4 * max(s.n, 2)) * float(s.bnb_boxes)
+    D = 2 * max(s.n, 2)
+    per_box = 3 * 8.0 * (4 * max(s.n, 2)) + 8.0 * (2 * D + 3) + 24.0 + 8.0 * 4 * D
+    return 3.5e8 + per_box * float(s.bnb_boxes)
+
+
+def premise_cost(s, loss: str) -> float:
+    """≈ flop-equivalents of the closed form's premise witness (normalized loss, n ≥ 2): three
+    BFGS starts at two logits (measured ≈ 0.3 s)."""
+    if loss != "normalized" or s.n < 2:
+        return 0.0
+    return 3 * 800 * 7 * 6e4
 
 
 def witness_cost(s) -> float:

@@ -24,12 +24,20 @@ float eigenvectors used by the eigen bound enter only through quantities bounded
 arithmetic (their non-orthonormality included), so a wrong eigenvector loosens the bound but
 cannot invalidate it, and the float point values that prune boxes never lower the certified
 bound below themselves.
+
+Every result carries its certificate (:class:`icltheory.certify.BoxCertificate`): the initial
+boxes, every split, and every box left behind with the bound it was given (or marked outside
+the domain), with the domain as an independent reader states it (the set covered, the
+derivation's SymPy forms of the quantity).  :func:`icltheory.certify.check_certificate`
+re-checks it with code of its own; the claims record that check in their verdicts.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -37,6 +45,7 @@ import sympy as sp
 from icltheory.bounds._interval import (Interval, Quad, _down, _up, branch_and_bound,
                                         centred_upper, dual_gradient, exp_interval,
                                         exp_interval_fast, lambdify_interval)
+from icltheory.certify import BoxCertificate, SoftmaxPencil, SoftmaxRatio
 from icltheory.core import cached
 
 from . import theory_hessian
@@ -50,7 +59,9 @@ class Band:
     largest value of R²ψ found at a point of the domain (a float, not a certificate: the
     certified lower end comes from an explicit pair in the experiments); ``argmax``: that
     point, (z, v) for the ratio form or (z, b) for the eigen bound; ``status``: "target",
-    "time" or "boxes"; ``seconds``: wall time, the start search included."""
+    "time" or "boxes"; ``seconds``: wall time, the start search included; ``certificate``:
+    the boxes behind ``upper`` (:class:`icltheory.certify.BoxCertificate`: ψ's bound per box,
+    ``upper`` ≥ R² × their largest), None where no boxes are needed (one logit)."""
 
     loss: str
     n: int
@@ -61,6 +72,7 @@ class Band:
     status: str
     seconds: float
     boxes: int
+    certificate: Any = field(default=None, compare=False, repr=False)
 
 
 @cached
@@ -132,8 +144,14 @@ class _Problem:
         self.nv = n - 1 if loss == "normalized" else n
         _, self.f_int, _, self.g_int = _lowered(loss, n)
 
+    @property
+    def zmax(self) -> float:
+        """The logits' range: the centred norm ≤ ρ bounds z_0 − z_{n−1} by ρ√2 (normalized;
+        a hair more, so that the float holds it), and |z_k| by ρ (rescaled)."""
+        return self.rho * math.sqrt(2.0) * (1 + 1e-12) if self.loss == "normalized" else self.rho
+
     def initial(self):
-        zmax = self.rho * math.sqrt(2.0) if self.loss == "normalized" else self.rho
+        zmax = self.zmax
         zlo = 0.0 if self.loss == "normalized" else -self.rho
         los, his = [], []
         for face in range(self.nv):
@@ -190,47 +208,6 @@ class _Problem:
         x[free] = np.clip(r.x, lo[free], hi[free])
         return float(self.value(x[None, :])[0]), x
 
-    def _monotone(self, lo, hi, xs, grads):
-        """Boxes that cannot contain a maximiser: ψ strictly monotone along a coordinate in
-        which every point of the box can move (inside the domain) in the increasing
-        direction.  (If a maximiser x* lay in such a box, x* + εe_k would be feasible and
-        larger.)  Needs the box strictly inside the norm ball and off the sortedness and face
-        walls in that coordinate."""
-        nz, n = self.nz, self.n
-        zl, zh = lo[:, :nz], hi[:, :nz]
-        if self.loss == "normalized":
-            zl0 = np.concatenate([zl, np.zeros((len(zl), 1))], 1)
-            zh0 = np.concatenate([zh, np.zeros((len(zh), 1))], 1)
-            m = 0.5 * (zl0 + zh0).mean(axis=1, keepdims=True)
-            big = (np.maximum((zl0 - m) ** 2, (zh0 - m) ** 2)).sum(axis=1)
-        else:
-            big = np.maximum(zl ** 2, zh ** 2).sum(axis=1)
-        inside = big < self.rho ** 2 * (1 - 1e-9)
-        gx, gv = grads[:n], grads[n:]
-        drop = np.zeros(len(lo), bool)
-        for j in range(nz):
-            if self.loss == "normalized":
-                dj = None
-                for k in range(n):
-                    t = gx[k] * (xs[k] * ((1.0 if k == j else 0.0) - xs[j]))
-                    dj = t if dj is None else dj + t
-            else:
-                dj = gx[j] * xs[j]
-            up_ok = np.ones(len(lo), bool) if j == 0 else zh[:, j] < zl[:, j - 1]
-            if j + 1 < nz:
-                down_ok = zl[:, j] > zh[:, j + 1]
-            else:
-                down_ok = zl[:, j] > 0 if self.loss == "normalized" else np.ones(len(lo), bool)
-            drop |= inside & (((dj.lo > 0) & up_ok) | ((dj.hi < 0) & down_ok))
-        for k in range(self.nv):
-            c = nz + k
-            if np.all(lo[:, c] == hi[:, c]):
-                continue
-            free = lo[:, c] < hi[:, c]
-            g = gv[k]
-            drop |= free & (((g.lo > 0) & (hi[:, c] < 1.0)) | ((g.hi < 0) & (lo[:, c] > -1.0)))
-        return drop
-
     def upper(self, lo, hi, threshold=np.inf):
         zl, zh = lo[:, :self.nz], hi[:, :self.nz]
         vs = [Interval(lo[:, self.nz + k], hi[:, self.nz + k]) for k in range(self.nv)]
@@ -242,15 +219,7 @@ class _Problem:
             xs = [Interval(E.lo[:, k], E.hi[:, k]) for k in range(self.n)]
         if self.loss == "normalized":  # v_{n−1} = 0 is fixed: a degenerate interval
             vs[-1] = Interval(np.zeros(len(lo)))
-        info: dict = {}
-        ub, sc = centred_upper(self.f_int, self.g_int, xs + vs, need=lambda h: h > threshold,
-                               out=info)
-        if "sel" in info and np.any(info["sel"]):
-            sel = info["sel"]
-            drop = self._monotone(lo[sel], hi[sel], [Interval(x.lo[sel], x.hi[sel]) for x in xs],
-                                  info["grads"])
-            idx = np.flatnonzero(sel)[drop]
-            ub[idx] = -np.inf
+        ub, sc = centred_upper(self.f_int, self.g_int, xs + vs, need=lambda h: h > threshold)
         # split scores back on the box's coordinates: z_j moves every f_k (|∂f_k/∂z_j| ≤ f_k)
         n = self.n
         if self.loss == "normalized":
@@ -717,7 +686,7 @@ def _chunk(pb) -> int:
     return int(min(40_000, max(1_000, 1e8 // per_box)))
 
 
-@cached
+@cached(maxsize=8)  # a band holds its certificate (up to ~100 MB at the thorough profile)
 def certified_upper(loss: str, n: int, R: float, boxes: int, stop: float | None = None) -> Band:
     """The deterministic form used by the claims: a budget of boxes, no clock.  ``stop``: a
     candidate constant — the search ends as soon as the certified upper bound is ≤ it, or as
@@ -757,15 +726,18 @@ def certified_band(loss: str, n: int, d: int, R: float, *, seconds: float = 60.0
     glo, ghi = lo.min(axis=0), hi.max(axis=0)
     # the result is R²·(the bound on ψ), rounded up: aim the bound on ψ a little below stop/R²
     psi_stop = None if stop is None else float((Interval(np.float64(stop)) / r2).lo) * (1 - 1e-12)
+    record: dict = {}
     res = branch_and_bound(pb.upper, pb.value, lo, hi, infeasible_fn=pb.infeasible,
                            target=target, seconds=seconds - (time.perf_counter() - t0),
                            max_boxes=max_boxes, scale=scale,
                            polish=lambda x: pb.polish(x, glo, ghi), **start,
                            probe=2000 if isinstance(pb, _EigenProblem) else None,
-                           stop=psi_stop, chunk=_chunk(pb))
+                           stop=psi_stop, chunk=_chunk(pb), record=record)
     with np.errstate(all="ignore"):  # an unresolved box may leave the bound at +inf
         upper = float((r2 * Interval(np.float64(res.upper))).hi)
     upper = upper if upper == upper else math.inf
+    cert = BoxCertificate.from_record(_domain(pb, loss, n, R, rho), record, res.upper, upper,
+                                      Fraction(float(R)) ** 2)
     arg = None
     if res.argmax is not None:
         if isinstance(pb, _EigenProblem):
@@ -774,4 +746,14 @@ def certified_band(loss: str, n: int, d: int, R: float, *, seconds: float = 60.0
             z, v = pb._zv(res.argmax[None, :])
             arg = (tuple(z[0]), tuple(v[0]))
     return Band(loss, n, float(R), upper, res.lower * float(r2.lo), arg, res.status,
-                time.perf_counter() - t0, res.boxes)
+                time.perf_counter() - t0, res.boxes, cert)
+
+
+def _domain(pb, loss: str, n: int, R: float, rho: float):
+    """The certificate's domain: the set the boxes cover and the quantity (the derivation's
+    SymPy forms), as the independent checker reads them."""
+    if isinstance(pb, _EigenProblem):
+        rm = theory_hessian.reduced_matrix(n)
+        return SoftmaxPencil(n, float(R), rho, pb.gmax, rm.delta, rm.K, rm.x, rm.c)
+    rh = theory_hessian.reduced_hessian(loss, n)
+    return SoftmaxRatio(loss, n, float(R), rho, pb.zmax, rh.psi, rh.x, rh.v)

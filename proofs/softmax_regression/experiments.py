@@ -232,7 +232,8 @@ def measure_gradient(A1, A2, B, X) -> dict[str, Any]:
 
 
 def measure_lipschitz(n, d, R, loss, *, samples, refine, maxiter, rng, grid_rng=None,
-                      tick=None, witness_starts: int = 0, witness_rng=None) -> dict[str, Any]:
+                      tick=None, witness_starts: int = 0, witness_rng=None,
+                      premise_rng=None) -> dict[str, Any]:
     """Random pairs (lemma observations, local Hessian norms), the searched worst pair and its
     certified (arb) ratio, membership of the witness, and (if ``grid_rng``) the worst ratio on
     a grid of R' ≤ R."""
@@ -267,6 +268,8 @@ def measure_lipschitz(n, d, R, loss, *, samples, refine, maxiter, rng, grid_rng=
             out["witness_from"] = "explicit pair (one block realising the logit Hessian's sup)"
         else:
             out["witness_from"] = "the search's worst pair"
+    if premise_rng is not None and loss == "normalized" and n >= 2:
+        out.update(premise_witness(premise_rng))
     if loss == "normalized":  # the closed form needs no ball: x, y pushed 10× outside
         far = model.log_gradient_ratio_stable(pts.A1, pts.A2, pts.B, 10 * pts.X, 10 * pts.Y, loss)
         out["log_far_ratio"] = float(np.max(far))
@@ -443,6 +446,25 @@ def witness_pair(loss: str, n: int, d: int, R: float, rng: np.random.Generator, 
     return {"value_float": float(abs(_single_block_form(z, v, b, loss)) * a * a),
             "witness_lower": certified_lower(ball) if inside else 0.0,
             "witness_inside": bool(inside), "witness": witness_record(pair, loss, ball, inside)}
+
+
+def premise_witness(rng: np.random.Generator, *, starts: int = 3, R: float = 3.0) -> dict:
+    """A certified lower bound on sup over all logits z and ‖b‖ ≤ 1 of
+    ‖∇²_z ½‖softmax(z) − b‖²‖₂ (the Hessian norm that closed-form Lipschitz bounds rest on):
+    :func:`witness_pair` at two logits and radius R builds an explicit pair, inside the
+    assumptions, whose certified gradient-difference ratio is at most ‖A‖²·that supremum with
+    ‖A‖ ≤ R, so ratio/R² bounds it below (more logits only raise the supremum: extra logits
+    far below the others reproduce two)."""
+    from fractions import Fraction
+
+    w = witness_pair("normalized", 2, 2, R, rng, starts=starts)
+    if w is None or not w["witness_inside"] or not w["witness_lower"] > 0:
+        return {"premise_witness": 0.0}
+    exact = Fraction(w["witness_lower"]) / Fraction(R) ** 2
+    v = float(exact)
+    if Fraction(v) > exact:
+        v = float(np.nextafter(v, -np.inf))
+    return {"premise_witness": v, "premise_witness_pair": w["witness"]}
 
 
 # --------------------------------------------------------------------------- data moves

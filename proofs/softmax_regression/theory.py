@@ -27,7 +27,8 @@ from icltheory.core import Derivation, cached, derived, verify_identity
 from . import theory_symbolic as sym
 
 __all__ = ["SoftmaxTheory", "theory", "tensor_trick", "gradient_theory", "GradientTheory",
-           "softmax_jacobian_bound", "residual_bound", "mean_value_factor", "ASSUMPTIONS_TEXT"]
+           "softmax_jacobian_bound", "residual_bound", "mean_value_factor", "ASSUMPTIONS_TEXT",
+           "hessian_norm_constant"]
 
 a, r, n = sp.symbols("a r n", positive=True)
 
@@ -131,7 +132,9 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
            "2E⁴ − E² − E⁴ = E²(E² − 1) ≥ 0: with E² = 1+t it is t² + t, coefficients ≥ 0",
            "exact polynomial check")
     t["f_lipschitz"] = C5b = 2 * a * E ** 4 / n
-    t["f_lipschitz_sharp"] = d.define("C5s", a * s, "‖ΔF‖_F ≤ ‖S‖‖AΔx‖ (softmax Jacobian)")
+    t["f_lipschitz_sharp"] = d.define("C5s", a * s, "‖ΔF‖_F ≤ s‖AΔx‖ ≤ s·a‖Δx‖: the mean value "
+                                      "inequality with the softmax Jacobians' norm ≤ s (proved "
+                                      "below for every n)")
     t["softmax_jacobian_norm"] = s
     t["residual_bound"] = c
     C7 = d.define("C7", c + 1 + c + 1 * (c + 1),
@@ -150,16 +153,20 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
     d.step("paper form (reconstruction)", paper,
            16 * n ** sp.Rational(3, 2) * a ** 2 * sp.exp(4 * a * r), "arithmetic")
     t["paper_form"] = paper
-    H, Hs = sym.normalized_logit_hessian_residual(3)
+    H, Hs, _ = sym.normalized_logit_hessian_terms(3)
     st, tier, det = verify_identity(H, Hs)
     d.fact("logit Hessian structure (n=3)", st == "verified",
-           "∇²_z ½‖softmax(z) − b‖² = SS + (diag c − ⟨f,c⟩I − f cᵀ)S", det, tier=tier or "exact")
+           "∇²_z ½‖softmax(z) − b‖² = SS + (diag c)S − ⟨f,c⟩S − f cᵀS", det, tier=tier or "exact")
     f = sp.Symbol("f", positive=True)
     d.step("Popoviciu at n=2: ½ − λmax(S) = (2f−1)²/2 ≥ 0", s - 2 * f * (1 - f),
            (2 * f - 1) ** 2 / 2, "S = f(1−f)[[1,−1],[−1,1]] has λmax = 2f(1−f); in general "
            "vᵀSv = Var_f(v) ≤ (max v − min v)²/4 ≤ ½ for unit v")
-    closed = d.define("closed_form", a ** 2 * (s ** 2 + s * (c + c + c)),
-                      "‖∇²L‖ ≤ a²[‖S‖² + ‖S‖(‖c‖∞ + |⟨f,c⟩| + ‖f‖‖c‖)]")
+    _primitive_bounds(d, s, c)
+    kappa = _hessian_norm_bound(d, s, c)
+    closed = d.define("closed_form", a ** 2 * kappa,
+                      "‖∇²L‖₂ ≤ ‖A‖² max_j ‖∇²_z ℓ_j‖₂ ≤ a²κ (vᵀ∇²Lv = Σ_j (A_jv)ᵀ∇²ℓ_j(A_jv) and "
+                      "Σ_j‖A_jv‖² = ‖Av‖² ≤ a²‖v‖²; κ proved above for any logits), so by the "
+                      "mean value theorem a Lipschitz constant of ∇L for every x, y")
     d.step("closed-form bound = 13/4 a²", closed, sp.Rational(13, 4) * a ** 2,
            "valid for every x, y (mean value theorem on the Hessian bound; no ball needed)")
     t["closed_form"] = closed
@@ -168,8 +175,62 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
     t["gd_shift_factor"] = gd
     t["normalized_shift_factor"] = t["f_lipschitz_sharp"]
     t["data_shift_factor"] = d.define(
-        "data move", r * s, "‖F(A') − F(A)‖_F ≤ ‖S‖‖ΔM‖_F (mean value, any logits) and "
-        "‖vec ΔM‖ = ‖(A' − A)x‖ ≤ ‖A' − A‖₂ r")
+        "data move", r * s, "‖F(A') − F(A)‖_F ≤ s‖ΔM‖_F: the mean value inequality for the "
+        "row-wise softmax, whose Jacobian is block-diagonal with blocks S_j of norm ≤ s (proved "
+        "above for every n, any logits); and ‖vec ΔM‖ = ‖(A' − A)x‖ ≤ ‖A' − A‖₂ r (the "
+        "operator norm), so M = r·s = R/2")
+
+
+def _primitive_bounds(d: Derivation, s: sp.Expr, c: sp.Expr) -> None:
+    """The premises of the closed forms, for every n: ‖S‖₂ ≤ s (Gershgorin) and ‖c‖₂ ≤ c."""
+    f = sp.Symbol("f_i", nonnegative=True)  # one entry of softmax(z); the others sum to 1 − f_i
+    row = f * (1 - f) + f * (1 - f)
+    d.step("Gershgorin row i of S = diag f − ffᵀ: |f_i − f_i²| + Σ_{j≠i} f_i f_j", row,
+           2 * f * (1 - f), "Σ_{j≠i} f_j = 1 − f_i and every term is ≥ 0 (0 ≤ f_i ≤ 1)")
+    half = sp.Rational(1, 2)
+    d.step("s − 2f_i(1 − f_i) = (s − ½) + (2f_i − 1)²/2", s - 2 * f * (1 - f),
+           (s - half) + (2 * f - 1) ** 2 / 2, "expand")
+    d.fact("‖S‖₂ ≤ s for every n and all logits", bool(s - half >= 0),
+           f"S is symmetric, so ‖S‖₂ ≤ its largest row sum of |S_ij| (Gershgorin) = "
+           f"max_i 2f_i(1 − f_i) ≤ s, since s − ½ = {s - half} ≥ 0 and (2f_i − 1)² ≥ 0",
+           "exact: the sign of s − ½")
+    d.fact("‖c‖₂ ≤ c, ‖c‖∞ ≤ c, |⟨f, c⟩| ≤ c for c = f − b", bool(c - 2 >= 0),
+           f"‖f − b‖₂ ≤ ‖f‖₂ + ‖b‖₂ ≤ ‖f‖₁ + 1 = 2 (f ≥ 0 sums to 1; ‖b‖₂ ≤ 1 assumed), "
+           f"‖c‖∞ ≤ ‖c‖₂ and |⟨f, c⟩| ≤ ‖f‖₂‖c‖₂ (Cauchy–Schwarz), and c − 2 = {c - 2} ≥ 0",
+           "exact: the sign of c − 2")
+
+
+def hessian_norm_constant(s: sp.Expr, c: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(the norm bound of the logit Hessian as a polynomial in the factors' norms, κ: that
+    bound at the proved primitive bounds) — both built from the identity's list of terms
+    (:data:`.theory_symbolic.NORMALIZED_HESSIAN_TERMS`)."""
+    NS, Nci, Nfc, Nf, Nc = _NORMS
+    norms = {"S": NS, "diag c": Nci, "<f,c> I": Nfc, "f c^T": Nf * Nc}
+    bound = sp.Integer(0)
+    for _, names in sym.NORMALIZED_HESSIAN_TERMS:
+        term = sp.Integer(1)
+        for name in names:
+            term = term * norms[name]
+        bound = bound + term
+    return bound, bound.subs({NS: s, Nci: c, Nfc: c, Nf: 1, Nc: c})
+
+
+_NORMS = sp.symbols("N_S N_c∞ N_fc N_f N_c", nonnegative=True)
+
+
+def _hessian_norm_bound(d: Derivation, s: sp.Expr, c: sp.Expr) -> sp.Expr:
+    """‖∇²_z ℓ‖₂ ≤ κ for every z and ‖b‖ ≤ 1, step by step; returns κ."""
+    bound, kappa = hessian_norm_constant(s, c)
+    coeffs = sp.Poly(bound, *_NORMS).coeffs()
+    d.fact("‖∇²_z ℓ‖₂ ≤ N_S² + N_c∞N_S + N_fcN_S + N_fN_cN_S", all(co >= 0 for co in coeffs),
+           "the triangle inequality over the terms of the identity above (the same list of "
+           "terms builds both) and ‖AB‖₂ ≤ ‖A‖₂‖B‖₂, with N_S = ‖S‖₂, N_c∞ = ‖diag c‖₂ = ‖c‖∞, "
+           "N_fc = ‖⟨f,c⟩I‖₂ = |⟨f,c⟩|, ‖fcᵀ‖₂ = ‖f‖₂‖c‖₂ = N_fN_c; its coefficients are ≥ 0, "
+           "so it grows with each norm and the proved bounds may be put in",
+           "exact: the signs of the coefficients")
+    d.step("κ = that bound at ‖S‖₂ ≤ s, ‖c‖∞, |⟨f,c⟩|, ‖c‖₂ ≤ c, ‖f‖₂ ≤ 1", kappa,
+           sp.Rational(13, 4), "¼ + ½·2 + 2·½ + 1·2·½")
+    return kappa
 
 
 def _rescaled_chain(d: Derivation, t: dict) -> None:

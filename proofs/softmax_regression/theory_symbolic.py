@@ -41,6 +41,8 @@ __all__ = [
     "softmax_jacobian_residual",
     "logit_gradient_residual",
     "normalized_logit_hessian_residual",
+    "NORMALIZED_HESSIAN_TERMS",
+    "normalized_logit_hessian_terms",
     "brute_force_gradient_check",
     "matrixsymbol_silent_zero",
     "is_zero_matrix",
@@ -172,6 +174,33 @@ def normalized_logit_hessian_residual(n: int) -> tuple[sp.Matrix, sp.Matrix]:
     S = sp.diag(*f) - f * f.T
     K = sp.diag(*c) - (f.T * c)[0, 0] * sp.eye(n) - f * c.T
     return H, S * S + K * S
+
+
+#: ∇²_z ½‖softmax(z) − b‖² as a signed sum of products of named factors (c = f − b,
+#: S = diag f − ffᵀ): SS + (diag c)S − ⟨f, c⟩S − f cᵀS.  The identity and the closed form's
+#: norm bound are both built from this one list.
+NORMALIZED_HESSIAN_TERMS = ((1, ("S", "S")), (1, ("diag c", "S")), (-1, ("<f,c> I", "S")),
+                            (-1, ("f c^T", "S")))
+
+
+def normalized_logit_hessian_terms(n: int) -> tuple[sp.Matrix, sp.Matrix, dict]:
+    """(the Hessian by ``diff``, the sum of :data:`NORMALIZED_HESSIAN_TERMS`, the factors as
+    matrices) at n logits."""
+    z = _z(n)
+    b = sp.Matrix(n, 1, lambda i, _: sp.Symbol(f"b_{i}", real=True))
+    f = softmax(z)
+    c = f - b
+    ell = sp.Rational(1, 2) * (c.T * c)[0, 0]
+    H = sp.hessian(ell, list(z))
+    factors = {"S": sp.diag(*f) - f * f.T, "diag c": sp.diag(*c),
+               "<f,c> I": (f.T * c)[0, 0] * sp.eye(n), "f c^T": f * c.T}
+    total = sp.zeros(n, n)
+    for sign, names in NORMALIZED_HESSIAN_TERMS:
+        prod = sp.eye(n)
+        for name in names:
+            prod = prod * factors[name]
+        total += sign * prod
+    return H, total, factors
 
 
 def brute_force_gradient_check(n: int, d: int, loss: str) -> dict:
