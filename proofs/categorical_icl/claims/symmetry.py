@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, z_critical
+from icltheory.core import mean_test, sample_moments
+from icltheory.core._stats import Moments, exchangeable_mean_test, symmetric_mean_test
 
 from ..settings import EquivarianceSetting, StationaritySetting
 from ._common import EXPERIMENTS, SOURCE, THEORY
@@ -363,11 +365,20 @@ class Stationarity(Claim):
 
     @staticmethod
     def _ztests(ctx, vals, comps, inside, n, s, where, chosen, predicted, inflate, key):
-        """Bonferroni-corrected z-tests of the chosen components (one recorded test per group,
-        its worst component), family-wise level ``alpha``; components inside the mask are skipped
-        (exact zeros), components with zero spread are compared exactly."""
-        mean = vals.mean(0)
-        se = vals.std(0, ddof=1) / np.sqrt(n) * inflate
+        """Bonferroni-corrected mean tests of the chosen components (one recorded test per group:
+        a failing component if any, else an undecided one, else the one nearest its critical
+        value), family-wise level ``alpha``; components inside the mask are skipped (exact
+        zeros), components with zero spread are compared exactly.
+
+        A fitted in-S coordinate at θ* carries the fit's sampling error too: θ* zeroes the fit
+        sample's gradient, so the evaluation sample's mean is ≈ its own noise minus the fit
+        sample's (same law, independent): standard error ×√2, and the two skewnesses cancel
+        (the difference of two independent copies is symmetric)."""
+        mo = sample_moments(vals, axis=0)
+        mean = np.asarray(mo.mean)
+        se = np.asarray(mo.stderr) * inflate
+        skew = np.where(inflate > 1, 0.0, np.asarray(mo.skewness))
+        kurt = np.asarray(mo.kurtosis)
         untestable = ~inside & (se == 0)
         z = [None if inside[i] or untestable[i] else float((mean[i] - predicted) / se[i])
              for i in range(len(comps))]
@@ -379,19 +390,55 @@ class Stationarity(Claim):
             ctx.condition(f"{where}: zero-spread components equal the prediction ({len(constant)})",
                           worst == 0.0, key=key, measured=worst,
                           why="constant across all pairs, so no z-test; exact comparison")
+        mt = max(len(tested), 1)
+        a = s.alpha / mt
+
+        def members(i):  # the zero-sum exchangeable set component i belongs to
+            return [j for j in range(len(comps)) if comps[j].group == comps[i].group and comps[j].exchangeable]
+
+        def one(i):
+            if comps[i].reflection_odd and inflate[i] == 1:
+                return None, symmetric_mean_test(vals[:, i], predicted, alpha=a)
+            if comps[i].exchangeable and inflate[i] == 1 and predicted == 0.0:
+                mem = members(i)
+                return mem, exchangeable_mean_test(vals[:, mem], mem.index(i), alpha=a)
+            m = Moments(n, float(mean[i]), float(se[i]) * np.sqrt(n), float(se[i]), float(skew[i]),
+                        float(kurt[i]))
+            return m, mean_test(mu0=predicted, alpha=a, moments_=m)
+
+        results = {i: one(i) for i in tested}
+
+        def rank(i):  # failing first (most negative margin), then undecided, then nearest
+            r = results[i][1]
+            return (0, r.margin) if r.passed is False else ((1, 0.0) if r.passed is None else (2, r.margin))
+
         groups: dict = {}
         for i in tested:
             g = comps[i].group
-            if g not in groups or abs(z[i]) > abs(z[groups[g]]):
+            if g not in groups or rank(i) < rank(groups[g]):
                 groups[g] = i
-        mt = max(len(tested), 1)
         for g, i in groups.items():
-            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, mean=float(mean[i]),
-                      stderr=float(se[i]), n=n, alpha=s.alpha, m_tests=mt,
-                      why=f"{n} antithetic pairs, two-sided z-test, Bonferroni over the {mt} tested "
-                          f"components at family-wise level {s.alpha:g}"
-                          + ("; fitted in-S coordinates use stderr·√2 (fit + evaluation sample)"
-                             if np.any(inflate[tested] > 1) else ""))
+            m = results[i][0]
+            why = (f"{n} antithetic pairs, two-sided test, Bonferroni over the {mt} tested components at "
+                   f"family-wise level {s.alpha:g}")
+            if isinstance(m, list):  # a traceless diagonal: exchangeable under coordinate permutations
+                ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, exchangeable=(vals[:, m], m.index(i)),
+                          alpha=s.alpha, m_tests=mt,
+                          why=why + "; a permutation of the covariate coordinates permutes the traceless diagonal's "
+                                    "components and leaves the point of S and the prompts' law unchanged, so "
+                                    "each pair's components are exchangeable (and sum to 0)")
+                continue
+            if m is None:  # reflection-odd: its law is symmetric about 0 on S
+                ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, samples=vals[:, i],
+                          symmetric=True, alpha=s.alpha, m_tests=mt,
+                          why=why + "; a reflection of one covariate coordinate maps this component to its "
+                                    "negative and leaves the point of S and the prompts' law unchanged, so its "
+                                    "per-pair law is symmetric about 0")
+                continue
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, mean=m.mean, stderr=m.stderr,
+                      n=n, skew=m.skewness, kurtosis=m.kurtosis, alpha=s.alpha, m_tests=mt,
+                      why=why + ("; fitted in-S coordinates use stderr·√2 and skewness 0 (fit + evaluation "
+                                 "sample, two independent copies)" if inflate[i] > 1 else ""))
         table: dict = {}
         for i in idx:
             if z[i] is not None:
