@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -97,9 +98,8 @@ def moments(x: Any, axis: int | None = None) -> Moments:
     """The :class:`Moments` of a sample (``axis``: along that axis of an array, e.g. one
     column per tested quantity).  A constant sample has skewness and kurtosis 0."""
     a = np.asarray(x, dtype=float)
-    if axis is None:
-        a = a.ravel()
-        axis = 0
+    if axis is None or a.ndim == 1:
+        return _moments_1d(a.ravel())
     n = int(a.shape[axis])
     if n == 0:
         nan = float("nan")
@@ -120,22 +120,55 @@ def moments(x: Any, axis: int | None = None) -> Moments:
     return Moments(n, m, sd, se, g, k)
 
 
+def _moments_1d(a: np.ndarray) -> Moments:
+    n = int(a.size)
+    if n == 0:
+        nan = float("nan")
+        return Moments(0, nan, nan, nan, nan, nan)
+    m = float(a.mean())
+    d = a - m
+    d2 = d * d
+    m2 = float(d2.mean())
+    m3 = float(np.dot(d2, d)) / n
+    m4 = float(np.dot(d2, d2)) / n
+    sd = math.sqrt(m2 * n / (n - 1)) if n > 1 else math.nan
+    g = m3 / m2**1.5 if m2 > 0 else 0.0
+    k = m4 / m2**2 - 3.0 if m2 > 0 else 0.0
+    return Moments(n, m, sd, sd / math.sqrt(n), g, k)
+
+
 #: the name the core package exports :func:`moments` under
 sample_moments = moments
 
+_SPECIAL: Any = None
+
+
+def _sp() -> Any:
+    """scipy.special, imported on first use (the core imports without SciPy's start-up)."""
+    global _SPECIAL
+    if _SPECIAL is None:
+        import scipy.special
+
+        _SPECIAL = scipy.special
+    return _SPECIAL
+
 
 def _z(p: Any) -> Any:
-    from scipy.special import ndtri
-
-    return ndtri(p)
+    return _sp().ndtri(p)
 
 
 def t_quantile(p: Any, n: int, skewness: Any = 0.0, kurtosis: Any = 0.0) -> tuple[Any, Any, Any]:
     r"""The p-quantile of the studentized mean of n samples with the given skewness and excess
     kurtosis (second-order Cornish–Fisher, see the module docstring), and its two corrections
     (r₁, r₂) in units of T.  Vectorised over ``p``, ``skewness`` and ``kurtosis``."""
-    from scipy.special import stdtrit
-
+    if all(isinstance(v, (float, int)) for v in (p, skewness, kurtosis)):
+        g, k = float(skewness), float(kurtosis)
+        z = float(_z(float(p)))
+        q1 = g * (2 * z * z + 1) / 6
+        q2x = z * (k * (z * z - 3) / 12 - g * g * (z**4 + 2 * z * z - 3) / 18)
+        r1 = -q1 / math.sqrt(n)
+        r2 = (q1 * (2 * g * z / 3) - 0.5 * z * q1 * q1 - q2x) / n
+        return float(_sp().stdtrit(n - 1, float(p))) + r1 + r2, r1, r2
     p = np.asarray(p, dtype=float)
     g = np.asarray(skewness, dtype=float)
     k = np.asarray(kurtosis, dtype=float)
@@ -145,7 +178,7 @@ def t_quantile(p: Any, n: int, skewness: Any = 0.0, kurtosis: Any = 0.0) -> tupl
     q2x = z * (k * (z * z - 3) / 12 - g * g * (z**4 + 2 * z * z - 3) / 18)
     r1 = -q1 / math.sqrt(n)
     r2 = (q1 * dq1 - 0.5 * z * q1 * q1 - q2x) / n
-    return stdtrit(n - 1, p) + r1 + r2, r1, r2
+    return _sp().stdtrit(n - 1, p) + r1 + r2, r1, r2
 
 
 def statistic_margin(t: float, lo: float, hi: float) -> float:
@@ -313,13 +346,11 @@ def symmetric_mean_test(samples: Any, mu0: float, *, alpha: float) -> MeanTest:
     ``mu0`` (see the module docstring): rejects when |U| exceeds u with
     c·(1 − Φ(u)) = α/2.  ``statistic``, ``lo`` and ``hi`` are on U's scale; undecided when
     even |U| = √n (all deviations of one sign) could not reach u."""
-    from scipy.special import ndtri
-
     d = np.asarray(samples, dtype=float).ravel() - float(mu0)
     n = int(d.size)
     mo = moments(d + float(mu0))
     v = float(d @ d)
-    u = float(-ndtri(alpha / (2.0 * RADEMACHER_C)))
+    u = float(-_sp().ndtri(alpha / (2.0 * RADEMACHER_C)))
     if n == 0 or not np.all(np.isfinite(d)):
         return MeanTest(None, math.nan, -u, u, mo, (0.0, 0.0), "no finite samples", alpha, _SYM)
     if v == 0.0:
@@ -379,16 +410,23 @@ _EXCH = "exchangeable"
 
 def binomial_judge(x: int, n: int, p0: float, alpha: float) -> BinomialJudgement:
     """Exact one-sided binomial judgement (see :class:`BinomialJudgement`)."""
-    from scipy import stats
-
     x, n = int(x), int(n)
-    p_low = float(stats.binom.cdf(x, n, p0))
-    p_high = float(stats.binom.sf(x - 1, n, p0))
-    # the largest count whose lower tail is ≤ α (−1 when even 0 successes are likely)
-    fail_at = int(stats.binom.ppf(alpha, n, p0))
-    while fail_at >= 0 and stats.binom.cdf(fail_at, n, p0) > alpha:
-        fail_at -= 1
-    while stats.binom.cdf(fail_at + 1, n, p0) <= alpha:
-        fail_at += 1
+    sp = _sp()
+    p_low = float(sp.bdtr(x, n, p0)) if x < n else 1.0             # P(Bin ≤ x)
+    p_high = float(sp.bdtrc(x - 1, n, p0)) if x > 0 else 1.0       # P(Bin ≥ x)
+    fail_at = _binomial_fail_at(n, float(p0), float(alpha))
     passed = False if p_low <= alpha else (True if p_high <= alpha else None)
     return BinomialJudgement(passed, x, n, float(p0), float(alpha), p_low, p_high, fail_at)
+
+
+@lru_cache(maxsize=256)
+def _binomial_fail_at(n: int, p0: float, alpha: float) -> int:
+    """The largest count X with P(Bin(n, p0) ≤ X) ≤ α (−1 when there is none)."""
+    sp = _sp()
+    k = int(sp.bdtrik(alpha, n, p0)) if 0 < alpha < 1 else -1  # the inverse, to ±1
+    k = min(max(k, -1), n)
+    while k >= 0 and sp.bdtr(k, n, p0) > alpha:
+        k -= 1
+    while k + 1 < n and sp.bdtr(k + 1, n, p0) <= alpha:
+        k += 1
+    return k
