@@ -174,8 +174,14 @@ claim names the ones the Monte Carlo finds nonzero. Entries that vanish by the l
 (block 1 reading $v,f$; block $K$'s $Q$ reading $u$) form an a-priori mask from the theory, checked
 to be exactly 0 in every pair and not z-tested. Monte Carlo: antithetic pairs $x\to-x$ with common
 label uniforms, exact expectation over the query label, per-prompt gradients by hand-written
-backprop; each family of components is z-tested with Bonferroni at family-wise level `alpha`
-(three families at most: the claim's false-fail probability ≤ 3·`alpha`).
+backprop; each family of components is tested with Bonferroni at family-wise level `alpha`
+(three families at most: the claim's false-fail probability ≤ 3·`alpha`). A component that a
+reflection of one covariate coordinate maps to its negative (off-diagonal $x$-block entries,
+$Q_k,K_k$ reading $u,v,f$, the $x	o f$ value) has a law symmetric about 0 on $S$: the
+sign-symmetric test, exact for any sample size and tails; the traceless diagonal's components
+are exchangeable under coordinate permutations: a Hoeffding/Bernstein bound on their column
+sums, exact too; the others: the studentized mean with a Cornish–Fisher correction (undecided
+when the sample is too skewed or heavy-tailed for its size).
 """
 
 
@@ -299,17 +305,7 @@ class Stationarity(Claim):
             ctx.inconclusive(f"the in-S minimisation did not converge (max |gradient|/stderr = "
                              f"{m['fit']['max_grad_over_stderr']:.3g} > {m['fit']['rel_tol']:g}), so θ* is "
                              "not the sample minimiser")
-        fitted = np.array([c.fitted for c in comps])
-        kinds = np.array([c.kind for c in comps])
-        claimed_star = {"off", "in"} | ({"tie", "ff"} if s.scope == "paper" else set())
-        z0 = self._ztests(ctx, m["g0"] @ A, comps, inside, n, s, "at θ0 ∈ S (hand-picked)", kinds == "off",
-                          predicted["off_structure_gradient"], np.ones(len(comps)), "off_structure_gradient")
-        infl = np.where(fitted, np.sqrt(2.0), 1.0)
-        where_star = ("at θ* = argmin_S L" if s.step is None else
-                      f"at θ* = argmin over kernel scales with Γ = {s.step:g}·I fixed")
-        zs = self._ztests(ctx, m["gstar"] @ A, comps, inside, n, s, where_star,
-                          np.isin(kinds, sorted(claimed_star)), predicted["stationary_gradient"], infl,
-                          "stationary_gradient")
+        z0, zs = self.judge_gradient_tests(s, predicted, m["g0"], m["gstar"], ctx)
         outside = {c.name: (None if zs[j] is None else round(float(zs[j]), 2))
                    for j, c in enumerate(comps) if c.kind in ("tie", "ff", "gamma-off")}
         zcrit = float(z_critical(s.alpha / max(1, len(outside))))
@@ -349,6 +345,33 @@ class Stationarity(Claim):
                                      "θ* (optimised in S)", "points")],
                       logy=False, caption=f"{n} antithetic pairs; components in the a-priori "
                                           "structural-zero mask at 0"))
+
+    def judge_gradient_tests(self, s, predicted, g0, gstar, ctx, star_kinds=None):
+        """The Bonferroni families of mean tests on the per-pair gradients at θ0 (the
+        symmetry-breaking components) and at θ* (the asserted scope's components, or
+        ``star_kinds``); returns the z values of every component at θ0 and θ*."""
+        p = theory.paper()
+        gform = s.gamma if s.step is None else "fixed"
+        mask = p.structural_zero_mask(s.d, s.dprime, s.K)
+        comps = p.components(s.d, s.dprime, s.K, gform)
+        A = np.zeros((mask.size, len(comps)))
+        for j, c in enumerate(comps):
+            A[list(c.index), j] = c.coef
+        inside = np.array([bool(np.all(mask[list(c.index)])) for c in comps])
+        n = len(g0)
+        fitted = np.array([c.fitted for c in comps])
+        kinds = np.array([c.kind for c in comps])
+        claimed_star = ({"off", "in"} | ({"tie", "ff"} if s.scope == "paper" else set())
+                        if star_kinds is None else set(star_kinds))
+        z0 = self._ztests(ctx, g0 @ A, comps, inside, n, s, "at θ0 ∈ S (hand-picked)", kinds == "off",
+                          predicted["off_structure_gradient"], np.ones(len(comps)), "off_structure_gradient")
+        infl = np.where(fitted, np.sqrt(2.0), 1.0)
+        where_star = ("at θ* = argmin_S L" if s.step is None else
+                      f"at θ* = argmin over kernel scales with Γ = {s.step:g}·I fixed")
+        zs = self._ztests(ctx, gstar @ A, comps, inside, n, s, where_star,
+                          np.isin(kinds, sorted(claimed_star)), predicted["stationary_gradient"], infl,
+                          "stationary_gradient")
+        return z0, zs
 
     @staticmethod
     def _mask_check(ctx, raw, mask, names, where, predicted):
@@ -413,35 +436,44 @@ class Stationarity(Claim):
             return (0, r.margin) if r.passed is False else ((1, 0.0) if r.passed is None else (2, r.margin))
 
         groups: dict = {}
+        size: dict = {}
         for i in tested:
             g = comps[i].group
+            size[g] = size.get(g, 0) + 1
             if g not in groups or rank(i) < rank(groups[g]):
                 groups[g] = i
         for g, i in groups.items():
-            m = results[i][0]
-            why = (f"{n} antithetic pairs, two-sided test, Bonferroni over the {mt} tested components at "
-                   f"family-wise level {s.alpha:g}")
-            if isinstance(m, list):  # a traceless diagonal: exchangeable under coordinate permutations
-                ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, exchangeable=(vals[:, m], m.index(i)),
-                          alpha=s.alpha, m_tests=mt,
-                          why=why + "; a permutation of the covariate coordinates permutes the traceless diagonal's "
-                                    "components and leaves the point of S and the prompts' law unchanged, so "
-                                    "each pair's components are exchangeable (and sum to 0)")
-                continue
-            if m is None:  # reflection-odd: its law is symmetric about 0 on S
-                ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, samples=vals[:, i],
-                          symmetric=True, alpha=s.alpha, m_tests=mt,
-                          why=why + "; a reflection of one covariate coordinate maps this component to its "
-                                    "negative and leaves the point of S and the prompts' law unchanged, so its "
-                                    "per-pair law is symmetric about 0")
-                continue
-            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, mean=m.mean, stderr=m.stderr,
-                      n=n, skew=m.skewness, kurtosis=m.kurtosis, alpha=s.alpha, m_tests=mt,
-                      why=why + ("; fitted in-S coordinates use stderr·√2 and skewness 0 (fit + evaluation "
-                                 "sample, two independent copies)" if inflate[i] > 1 else ""))
+            n0 = len(ctx.checks)
+            Stationarity._group_test(ctx, g, i, results, vals, comps, inflate, where, key, n, s, mt)
+            # the group fails when any of its components does: its share of the family's level
+            ctx.checks[n0].false_fail = size[g] * a
         table: dict = {}
         for i in idx:
             if z[i] is not None:
                 table[comps[i].group] = round(max(abs(z[i]), table.get(comps[i].group, 0.0)), 2)
         ctx.evidence[f"max_abs_z {where}"] = table
         return z
+
+    @staticmethod
+    def _group_test(ctx, g, i, results, vals, comps, inflate, where, key, n, s, mt):
+        """Record the test of component i, the one group g is judged by."""
+        m = results[i][0]
+        why = (f"{n} antithetic pairs, two-sided test, Bonferroni over the {mt} tested components at "
+               f"family-wise level {s.alpha:g}")
+        if isinstance(m, list):  # a traceless diagonal: exchangeable under coordinate permutations
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, exchangeable=(vals[:, m], m.index(i)),
+                      alpha=s.alpha, m_tests=mt,
+                      why=why + "; a permutation of the covariate coordinates permutes the traceless diagonal's "
+                                "components and leaves the point of S and the prompts' law unchanged, so "
+                                "each pair's components are exchangeable (and sum to 0)")
+        elif m is None:  # reflection-odd: its law is symmetric about 0 on S
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, samples=vals[:, i],
+                      symmetric=True, alpha=s.alpha, m_tests=mt,
+                      why=why + "; a reflection of one covariate coordinate maps this component to its "
+                                "negative and leaves the point of S and the prompts' law unchanged, so its "
+                                "per-pair law is symmetric about 0")
+        else:
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, mean=m.mean, stderr=m.stderr,
+                      n=n, skew=m.skewness, kurtosis=m.kurtosis, alpha=s.alpha, m_tests=mt,
+                      why=why + ("; fitted in-S coordinates use stderr·√2 and skewness 0 (fit + evaluation "
+                                 "sample, two independent copies)" if inflate[i] > 1 else ""))

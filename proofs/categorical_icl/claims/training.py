@@ -151,7 +151,8 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         pool = ex.data.synthetic_dataset(run.rng(4), sizes[-1], **gen)
         xp = get_backend(s.backend)
         cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), xp=xp)
-        out = {"bayes_accuracy": float(np.mean(np.argmax(test.p_query, 1) == test.y_query))}
+        out = {"bayes_accuracy": float(np.mean(np.argmax(test.p_query, 1) == test.y_query)),
+               "learners": {}, "generator": gen}  # kept for re-evaluation on fresh prompts
         for j, L in enumerate(sizes):
             part = pool.take(slice(0, L))
             for name, learner, lr in (("GD", tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel), 1e-2),
@@ -164,6 +165,7 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
                     res["qk_distance"] = min(tr.relative_distance_to_scaled_identity(v)
                                              for k, v in learner.qk_x().items() if k.startswith("block 1 "))
                 out[f"{name} L={L}"] = res
+                out["learners"][f"{name} L={L}"] = learner
             run.tick((j + 1) / len(sizes), f"training at L={L}")
         return out
 
@@ -267,7 +269,7 @@ training run per model: an unresolved gain is no evidence against the paper).
         train = ex.data.synthetic_dataset(run.rng(4), s.L, **gen)
         xp = get_backend(s.backend)
         cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), lr=1e-2, xp=xp)
-        out = {}
+        out = {"learners": {}, "generator": gen}  # kept for re-evaluation on fresh prompts
         first = tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel)
         tr.train(first, train, val, run.rng(6), **cfg)
         run.tick(1 / 3, f"training the GD model with {s.K} blocks")
@@ -282,6 +284,7 @@ training run per model: an unresolved gain is no evidence against the paper).
             curve = tr.train(g, train, val, run.rng(7), **cfg)
             nll, correct, nll_exact = tr.evaluate(g, test, xp=xp)
             out[f"K={K}"] = {"nll_exact": nll_exact, "accuracy": float(correct.mean()), "curve": curve}
+            out["learners"][f"K={K}"] = g
             run.tick((j + 2) / 3, f"training the GD model with {K} blocks")
         return out
 

@@ -71,16 +71,25 @@ class MergedFixedPoints(Claim):
         return Cost(work=mc + gd, memory=8.0 * min(s.mc_samples, 20_000) * s.N * D * 3 + 8.0 * s.mc_samples * D * D,
                     what=f"{s.mc_samples} Monte Carlo contexts, ≤ {s.steps} GD steps × {s.seeds} seeds")
 
-    def measure(self, s, run) -> dict:
+    def monte_carlo(self, s, run, M=None) -> dict:
+        """The samples the Monte Carlo checks judge (each context's loss averaged exactly over its
+        query) in a Haar-rotated eigenbasis: losses of M = 0, e_dᵀββᵀe_d, and the losses of
+        ``M`` (eigenbasis coordinates) when given."""
         D, n = s.D, s.mc_samples
-        lam = s.lam
         rot = ex.data.haar_rotation(D, run.rng(0))
-        Lam = ex.data.covariance(lam, rot)
-        out = {}
-        out["mc0"] = ex.data.bilinear_predictor_losses(np.zeros((D, D)), Lam, s.N, n, run.rng(3),
-                                                       tick=run.tick)
+        Lam = ex.data.covariance(s.lam, rot)
+        out = {"mc0": ex.data.bilinear_predictor_losses(np.zeros((D, D)), Lam, s.N, n, run.rng(3),
+                                                        tick=run.tick)}
         bb = ex.data.beta_outer_samples(Lam, s.N, n, run.rng(5))
         out["beta_diag"] = np.einsum("nij,id,jd->nd", bb.reshape(n, D, D), rot, rot)  # e_dᵀ ββᵀ e_d
+        if M is not None:
+            out["mc_trained"] = ex.data.bilinear_predictor_losses((rot @ M) @ rot.T, Lam, s.N, n, run.rng(4))
+        return out
+
+    def measure(self, s, run) -> dict:
+        D = s.D
+        lam = s.lam
+        out = {}
         # population GD of the two-layer network (relevant block) until the strong-convexity
         # certificate ‖∇L‖²/(2μ) ≥ L(M) − L* falls below tol
         mom = ex.models.population_moments(lam, s.N)
@@ -105,13 +114,13 @@ class MergedFixedPoints(Claim):
         gap = gap_of(theta)
         out.update(steps=trace.steps, loss=trace["loss"].T, M=theta.reshape(s.seeds, D, D), gap=gap,
                    mu=mu, converged=gap < tol, steps_run=int(trace.n_steps))
-        Mt = (rot @ theta[0].reshape(D, D)) @ rot.T
-        out["mc_trained"] = ex.data.bilinear_predictor_losses(Mt, Lam, s.N, n, run.rng(4))
+        out.update(self.monte_carlo(s, run, theta[0].reshape(D, D)))
         return out
 
-    def judge(self, s, predicted, m, ctx) -> None:
+    def judge_monte_carlo(self, s, predicted, m, ctx) -> None:
+        """The Monte Carlo checks (mean tests at family-wise level 9.99e-4); the trained model's
+        only when ``m`` carries its losses and the run converged."""
         D, n = s.D, s.mc_samples
-        lam = s.lam
         tests = 2 + D
         mc = f"{n} contexts, i.i.d.: two-sided test at family-wise significance {_ALPHA:g} (Bonferroni over {tests})"
         ctx.ztest("L(M = 0) = tr Λ (Monte Carlo, rotated Λ)", key="loss_initial", samples=m["mc0"],
@@ -121,6 +130,17 @@ class MergedFixedPoints(Claim):
             ctx.ztest(f"e_{k}ᵀE[ββᵀ]e_{k} = λ²c (Monte Carlo)", judges=("beta_second_moment_diag",),
                       predicted=predicted["beta_second_moment_diag"][k], samples=E[:, k],
                       alpha=_ALPHA, m_tests=tests, why=mc)
+        if "mc_trained" in m and m.get("converged", True):
+            ctx.ztest("L(trained M) = L* (Monte Carlo of the trained predictor, rotated Λ)", key="loss_final",
+                      samples=m["mc_trained"], alpha=_ALPHA, m_tests=tests,
+                      why=f"{mc}; each context's loss averaged exactly over its query; the trained "
+                          f"predictor's population loss is within {m.get('gap', 0.0):.1e} of L* (strong "
+                          "convexity), far below the standard error")
+
+    def judge(self, s, predicted, m, ctx) -> None:
+        D = s.D
+        lam = s.lam
+        self.judge_monte_carlo(s, predicted, m, ctx)
         ctx.measure("mc_loss_initial", float(np.mean(m["mc0"])))
         ctx.measure("mc_loss_trained", float(np.mean(m["mc_trained"])))
         ctx.measure("gd_steps", m["steps_run"])
@@ -129,11 +149,6 @@ class MergedFixedPoints(Claim):
             ctx.inconclusive(f"population GD did not converge within {s.steps} steps "
                              f"(suboptimality bound {m['gap']:.2e}): the trained model is not judged")
             return
-        ctx.ztest("L(trained M) = L* (Monte Carlo of the trained predictor, rotated Λ)", key="loss_final",
-                  samples=m["mc_trained"], alpha=_ALPHA, m_tests=tests,
-                  why=f"{mc}; each context's loss averaged exactly over its query; the trained "
-                      f"predictor's population loss is within {m['gap']:.1e} of L* (strong convexity), far "
-                      "below the standard error")
         gap, mu = m["gap"], m["mu"]
         final = m["loss"][:, -1]
         ctx.measure("trained_final_loss", final.tolist())
@@ -213,10 +228,9 @@ class MergedSigmoid(Claim):
 
     def measure(self, s, run) -> dict:
         D, H, lam = s.D, s.H, s.lam
-        rvec = run.rng(7).standard_normal(H)
-        rvec /= np.linalg.norm(rvec)
-        eye = np.eye(D) / math.sqrt(D)
-        p0 = {"r": (s.w_init * rvec)[None, :, None], "U": (s.w_init * rvec)[None, :, None, None] * eye}
+        init = self.initial_weights(s, run)
+        rvec, eye = init["rvec"], np.eye(D) / math.sqrt(D)
+        p0 = {"r": init["r"], "U": init["U"]}
         t = np.linspace(0.0, s.horizon, s.time_points)
         sol, M = ex.flows.merged_flow(lam, s.N, p0, t, tick=run.tick)
         sigma = np.trace(M, axis1=1, axis2=2) / D
@@ -236,20 +250,36 @@ class MergedSigmoid(Claim):
             xp=get_backend(s.backend), record_every=max(s.steps // 1500, 1), keep_theta=True,
             check_every=max(s.steps // 20, 1), tick=run.tick, what="finite-sample GD (ATTN_M)")
         th = trace["theta"].reshape(len(trace.steps), D + 1, D + 1, D)
-        # per-sequence errors averaged exactly over each sequence's query (Rao–Blackwellised):
-        # the same mean as the squared errors, without the query's heavy-tailed share
-        err0 = [ex.data.query_averaged_losses(X, w, th[0], np.diag(lam))]
+        out.update(fs_t=trace.steps * s.lr, fs_loss=trace["loss"][:, 0],
+                   fs_sigma=np.trace(ex.models.label_block(th.reshape(len(th), -1), D), axis1=1, axis2=2) / D)
+        out.update(self.finite_sample_losses(s, run, X, w, th[0], th[-1]))
+        return out
+
+    @staticmethod
+    def initial_weights(s, run) -> dict:
+        """The aligned balanced init of the H-head model (relevant block): the unit head vector
+        and the parameters r, U."""
+        rvec = run.rng(7).standard_normal(s.H)
+        rvec /= np.linalg.norm(rvec)
+        eye = np.eye(s.D) / math.sqrt(s.D)
+        return {"rvec": rvec, "r": (s.w_init * rvec)[None, :, None],
+                "U": (s.w_init * rvec)[None, :, None, None] * eye}
+
+    @staticmethod
+    def finite_sample_losses(s, run, X, w, theta0, theta) -> dict:
+        """Per-sequence errors averaged exactly over each sequence's query (Rao–Blackwellised: the
+        same mean as the squared errors, without the query's heavy-tailed share): of the initial
+        whole-model weights ``theta0`` on the training sequences (X, w) and ``s.held_out`` fresh
+        ones, and of ``theta`` on the fresh ones."""
+        Lam = np.diag(s.lam)
+        err0 = [ex.data.query_averaged_losses(X, w, theta0, Lam)]
         test = []
         gen = run.rng(9)
         for k in range(0, s.held_out, _HELD_OUT_CHUNK):
-            Xh, _, wh = ex.data.sample_sequences_and_tasks(min(_HELD_OUT_CHUNK, s.held_out - k), s.N,
-                                                           np.diag(lam), gen)
-            err0.append(ex.data.query_averaged_losses(Xh, wh, th[0], np.diag(lam)))
-            test.append(ex.data.query_averaged_losses(Xh, wh, th[-1], np.diag(lam)))
-        out.update(fs_t=trace.steps * s.lr, fs_loss=trace["loss"][:, 0],
-                   fs_sigma=np.trace(ex.models.label_block(th.reshape(len(th), -1), D), axis1=1, axis2=2) / D,
-                   err0=np.concatenate(err0), test=np.concatenate(test))
-        return out
+            Xh, _, wh = ex.data.sample_sequences_and_tasks(min(_HELD_OUT_CHUNK, s.held_out - k), s.N, Lam, gen)
+            err0.append(ex.data.query_averaged_losses(Xh, wh, theta0, Lam))
+            test.append(ex.data.query_averaged_losses(Xh, wh, theta, Lam))
+        return {"err0": np.concatenate(err0), "test": np.concatenate(test)}
 
     def judge(self, s, pred, m, ctx) -> None:
         from icltheory.dynamics import threshold_times
@@ -342,20 +372,25 @@ class MergedSigmoid(Claim):
                       measured=len(pl), why="plateau detector on L(t) (relative thresholds); the initial "
                                             "plateau spans ≥ 9% of the run, three detector lengths")
 
-    def _finite_sample(self, s, ctx, pred, m) -> None:
-        P = s.P
+    def judge_finite_sample(self, s, pred, m, ctx) -> None:
+        """The finite-sample run's two mean tests: the loss at init against the population's
+        L(σ₀) (``m["flow_loss"][0]``), and the trained model's held-out loss ≥ L*."""
         L0 = float(m["flow_loss"][0])
         ctx.ztest("finite-sample loss at init (training and held-out sequences) = L(σ₀) (the population value)",
                   predicted=L0, samples=m["err0"], alpha=_ALPHA / 2,
-                  why=f"the init does not depend on the data, so the errors of the P={P} training and "
+                  why=f"the init does not depend on the data, so the errors of the P={s.P} training and "
                       f"{s.held_out} held-out sequences (each averaged exactly over its query) are i.i.d. with "
                       f"mean L(σ₀): two-sided test at {_ALPHA / 2:g}")
-        mean = float(np.mean(m["test"]))
         ctx.mean_bound("held-out loss of the trained model ≥ L*", samples=m["test"], relation=">=",
                        key="loss_final", alpha=_ALPHA / 2,
                        why=f"L* is the population minimum over every weight (the irrelevant blocks are "
                            f"uncorrelated with y_q), so the mean error on {s.held_out} fresh sequences (each "
                            "averaged exactly over its query) is ≥ L* up to sampling")
+
+    def _finite_sample(self, s, ctx, pred, m) -> None:
+        P = s.P
+        self.judge_finite_sample(s, pred, m, ctx)
+        mean = float(np.mean(m["test"]))
         ctx.measure("finite_sample_training_loss_at_init", float(np.mean(m["err0"][:P])))
         ctx.measure("finite_sample_held_out_loss", mean)
         ctx.measure("backend", s.backend)

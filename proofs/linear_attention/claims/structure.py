@@ -112,9 +112,17 @@ class SeparateFixedPoints(Claim):
             if k % 64 == 0:
                 run.tick(0.5 * k / len(subsets), "fixed points of every subset")
         out.update(losses=losses, stationary=stationary, minima=minima, worst_gradient=worst)
-        n = s.mc_samples
+        out.update(self.monte_carlo(s, run, opt, drops))
+        return out
+
+    @staticmethod
+    def monte_carlo(s, run, opt, drops) -> dict:
+        """The moments of the per-context losses (each averaged exactly over its query) of the
+        top-m fixed points M_m, m = 0..D, in a Haar-rotated eigenbasis (``opt``: the learned
+        value of each direction, ``drops``: its loss drop, from the experiment)."""
+        D, N, n = s.D, s.N, s.mc_samples
         rot = ex.data.haar_rotation(D, run.rng(2))
-        Lam = ex.data.covariance(lam, rot)
+        Lam = ex.data.covariance(s.lam, rot)
         top = ex.population.decreasing(drops)
         mc = []
         for m in range(D + 1):
@@ -123,8 +131,19 @@ class SeparateFixedPoints(Claim):
             l = ex.data.bilinear_predictor_losses((rot * Md) @ rot.T, Lam, N, n, run.rng(3, m))
             mc.append(sample_moments(l))  # n, mean, s.e., skewness, kurtosis (not the n samples)
             run.tick(0.5 + 0.5 * (m + 1) / (D + 1), "Monte Carlo of the top-m fixed points")
-        out["mc"], out["mc_n"] = mc, n
-        return out
+        return {"mc": mc, "mc_n": n}
+
+    @staticmethod
+    def judge_monte_carlo(s, pred, m, ctx) -> None:
+        """Mean tests of the top-m fixed points' Monte Carlo losses against Eq. 19 (family-wise
+        level 9.99e-4, Bonferroni over D + 1)."""
+        D = s.D
+        for k, mo in enumerate(m["mc"]):
+            ctx.ztest(f"Monte Carlo L(M_{k}) (rotated Λ, n={m['mc_n']})", judges=("plateau_losses",),
+                      predicted=pred["plateau_losses"][k], mean=mo.mean, stderr=mo.stderr, n=mo.n,
+                      skew=mo.skewness, kurtosis=mo.kurtosis, alpha=_ALPHA, m_tests=D + 1,
+                      why=f"{mo.n} i.i.d. contexts (each context's loss averaged exactly over its query): "
+                          f"two-sided test at family-wise significance {_ALPHA:g} (Bonferroni over {D + 1})")
 
     @staticmethod
     def _roots(lam, N: int, d: int, opt_d: float) -> int:
@@ -177,12 +196,7 @@ class SeparateFixedPoints(Claim):
                   atol=1e-12 * scale, why="each direction's drop from the experiment's moments, float64")
         ctx.close("c_d = 1/(λ_d m*_d) from the experiment's minimiser", key="c", measured=1.0 / (lam * m["opt"]),
                   rtol=1e-10, why="numerical solve of the normal equations: relative error ~1e-15 × condition")
-        for k, mo in enumerate(m["mc"]):
-            ctx.ztest(f"Monte Carlo L(M_{k}) (rotated Λ, n={m['mc_n']})", judges=("plateau_losses",),
-                      predicted=pred["plateau_losses"][k], mean=mo.mean, stderr=mo.stderr, n=mo.n,
-                      skew=mo.skewness, kurtosis=mo.kurtosis, alpha=_ALPHA, m_tests=D + 1,
-                      why=f"{mo.n} i.i.d. contexts (each context's loss averaged exactly over its query): "
-                          f"two-sided test at family-wise significance {_ALPHA:g} (Bonferroni over {D + 1})")
+        self.judge_monte_carlo(s, pred, m, ctx)
         ctx.measure("plateau_losses", best)
         ctx.measure("mc_plateau_losses", [mo.mean for mo in m["mc"]])
         ctx.measure("fixed_point_count", count)

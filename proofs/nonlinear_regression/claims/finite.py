@@ -181,7 +181,8 @@ class FinalAttention(Claim):
                 "train_frac": float(tr["frac"][-1, 0]), "attn": float(att[-1]),
                 "loss0": float(loss[0]), "loss": float(loss[-1]), "steps_run": tr.n_steps,
                 "loss_rise": runs.loss_rise(tr["loss"]), "curve": runs.curve(tr.steps, att),
-                "frac_curve": runs.curve(tr.steps, tr["frac"][:, 0])}
+                "frac_curve": runs.curve(tr.steps, tr["frac"][:, 0]),
+                "Q": tr.extra["Q"][0], "features": batch.V}  # kept for re-evaluation on fresh prompts
 
     def judge(self, s: FinalAttentionSetting, P, m, ctx) -> None:
         from scipy import stats
