@@ -162,23 +162,20 @@ def t_quantile(p: Any, n: int, skewness: Any = 0.0, kurtosis: Any = 0.0) -> tupl
     kurtosis (second-order Cornish–Fisher, see the module docstring), and its two corrections
     (r₁, r₂) in units of T.  Vectorised over ``p``, ``skewness`` and ``kurtosis``."""
     if all(isinstance(v, (float, int)) for v in (p, skewness, kurtosis)):
-        g, k = float(skewness), float(kurtosis)
-        z = float(_z(float(p)))
-        q1 = g * (2 * z * z + 1) / 6
-        q2x = z * (k * (z * z - 3) / 12 - g * g * (z**4 + 2 * z * z - 3) / 18)
-        r1 = -q1 / math.sqrt(n)
-        r2 = (q1 * (2 * g * z / 3) - 0.5 * z * q1 * q1 - q2x) / n
+        r1, r2 = _cornish_fisher(float(_z(float(p))), float(skewness), float(kurtosis), n)
         return float(_sp().stdtrit(n - 1, float(p))) + r1 + r2, r1, r2
-    p = np.asarray(p, dtype=float)
-    g = np.asarray(skewness, dtype=float)
-    k = np.asarray(kurtosis, dtype=float)
-    z = _z(p)
+    pa = np.asarray(p, dtype=float)
+    r1a, r2a = _cornish_fisher(_z(pa), np.asarray(skewness, dtype=float),
+                               np.asarray(kurtosis, dtype=float), n)
+    return _sp().stdtrit(n - 1, pa) + r1a + r2a, r1a, r2a
+
+
+def _cornish_fisher(z: Any, g: Any, k: Any, n: int) -> tuple[Any, Any]:
+    """(r₁, r₂) of the module docstring at the normal quantile z (floats or arrays)."""
     q1 = g * (2 * z * z + 1) / 6
     dq1 = 2 * g * z / 3
     q2x = z * (k * (z * z - 3) / 12 - g * g * (z**4 + 2 * z * z - 3) / 18)
-    r1 = -q1 / math.sqrt(n)
-    r2 = (q1 * dq1 - 0.5 * z * q1 * q1 - q2x) / n
-    return _sp().stdtrit(n - 1, p) + r1 + r2, r1, r2
+    return -q1 / math.sqrt(n), (q1 * dq1 - 0.5 * z * q1 * q1 - q2x) / n
 
 
 def statistic_margin(t: float, lo: float, hi: float) -> float:

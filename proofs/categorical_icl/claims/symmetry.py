@@ -172,7 +172,7 @@ the untied value direction $V_u+V_v$ and the $f\to f$ value. For $K=1$ these van
 $v=\bar w_e=0$ and $f=0$), so both scopes coincide; for $K\ge2$ symmetry does not zero them and the
 claim names the ones the Monte Carlo finds nonzero. Entries that vanish by the layout alone
 (block 1 reading $v,f$; block $K$'s $Q$ reading $u$) form an a-priori mask from the theory, checked
-to be exactly 0 in every pair and not z-tested. Monte Carlo: antithetic pairs $x\to-x$ with common
+to be exactly 0 in every pair and not tested statistically. Monte Carlo: antithetic pairs $x\to-x$ with common
 label uniforms, exact expectation over the query label, per-prompt gradients by hand-written
 backprop; each family of components is tested with Bonferroni at family-wise level `alpha`
 (three families at most: the claim's false-fail probability ≤ 3·`alpha`). A component that a
@@ -412,7 +412,7 @@ class Stationarity(Claim):
             worst = max(abs(float(mean[i]) - predicted) for i in constant)
             ctx.condition(f"{where}: zero-spread components equal the prediction ({len(constant)})",
                           worst == 0.0, key=key, measured=worst,
-                          why="constant across all pairs, so no z-test; exact comparison")
+                          why="constant across all pairs, so no mean test; exact comparison")
         mt = max(len(tested), 1)
         a = s.alpha / mt
 

@@ -41,7 +41,7 @@ def _tol(b) -> dict:
 
 
 def _three_way(confirmed: bool, refuted: bool):
-    """A trend check: True when the z-bound confirms it, False when the opposite bound refutes it
+    """A trend check: True when the confidence bound confirms it, False when the opposite bound refutes it
     (the trend is significantly reversed), None (undecided) when neither: one training run per
     model decides only what the test prompts resolve, and an unresolved trend is no evidence
     against the paper."""
@@ -100,10 +100,10 @@ $\lambda_{\rm data}$ = `amplitude`, $x\sim U[-1,1]^d$). Both models are really t
 validation set): the **GD model** (the construction with learned $W_e$, diagonal steps $\alpha_k$
 and kernel scale) and a **freely trained Transformer** of the same topology (2 softmax heads + free cross-attention per block, free $E_u,E_v$). Trend claims (the
 paper gives no tolerances): (1) at the smallest training-set size $L$ the GD model's test NLL is lower
-than the Transformer's (one-sided paired z-bound over the test prompts, exact-label NLL); (2) the NLL
-gap shrinks as $L$ grows ($\text{gap}(L_{\max})<\rho\,\text{gap}(L_{\min})$, one-sided paired z-bound).
+than the Transformer's (one-sided paired confidence bound over the test prompts, exact-label NLL); (2) the NLL
+gap shrinks as $L$ grows ($\text{gap}(L_{\max})<\rho\,\text{gap}(L_{\min})$, one-sided paired confidence bound).
 The depth trend (more layers help) is `catgd.depth`.
-Each trend is judged by two one-sided paired z-bounds over the test prompts at 2e-4 each: **holds**
+Each trend is judged by two one-sided paired confidence bounds over the test prompts at 2e-4 each (the studentized mean's Cornish–Fisher quantiles; undecided when the differences are too skewed or heavy-tailed for their number): **holds**
 when the bound confirms it, **fails** only when the opposite bound shows the trend significantly
 reversed, otherwise undecided (inconclusive) — a trend the run cannot resolve is no evidence against
 the paper. The false-fail probability covers the test-prompt sampling given the trained models (one
@@ -235,7 +235,7 @@ number of steps on the same prompts: the `K`-block model itself, and the `K_deep
 from it with the extra blocks' steps at 0 (so it starts as the same function); the two are compared by the exact-label test NLL on the same test prompts. The warm start is a
 scaled-down device (the paper trains each depth from scratch): it removes the optimisation noise of
 two independent short runs, so the comparison measures what the extra GD steps add. Paper ($N=125$, $L=2048$, GPU): GD NLL 1.058, 0.971, 0.943, 0.924
-for $K=1..4$. Judged by two one-sided paired z-bounds at 2e-4 each: **holds** when the gain is
+for $K=1..4$. Judged by two one-sided paired confidence bounds at 2e-4 each (Cornish–Fisher quantiles of the studentized mean): **holds** when the gain is
 confirmed, **fails** only when the deeper model is significantly worse, otherwise inconclusive (one
 training run per model: an unresolved gain is no evidence against the paper).
 """

@@ -18,7 +18,7 @@ ex = lazy_module("proofs.linear_attention.experiments")
 
 __all__ = ["MergedFixedPoints", "MergedSigmoid"]
 
-_ALPHA = 9.99e-4  # family-wise significance of the z-tests (under 1e-3 also after rounding)
+_ALPHA = 9.99e-4  # family-wise significance of the mean tests (under 1e-3 also after rounding)
 _HELD_OUT_CHUNK = 4096  # held-out sequences drawn and evaluated this many at a time
 
 
