@@ -304,6 +304,27 @@ def test_exchangeable_false_fails_and_reference():
     _band(fails, N_NULL, alpha, lower=False)
 
 
+def test_exchangeable_bernstein_branch():
+    """Light-tailed rows of 8 coordinates: Bernstein's bound is the tighter one there; every
+    decision (null and shifted) equals the reference, and the shift is detected."""
+    alpha = 0.01
+    rng = np.random.default_rng(33)
+    fails = shifted = 0
+    for _ in range(2000):
+        g = rng.standard_normal((200, 8))
+        c = g - g.mean(axis=1, keepdims=True)
+        r = S.exchangeable_mean_test(c, 2, alpha=alpha)
+        assert r.passed == _exch_reference(c, 2, alpha)
+        fails += r.passed is False
+        g[:, 2] += 0.45
+        c = g - g.mean(axis=1, keepdims=True)
+        r = S.exchangeable_mean_test(c, 2, alpha=alpha)
+        assert r.passed == _exch_reference(c, 2, alpha)
+        shifted += r.passed is False
+    _band(fails, 2000, alpha, lower=False)
+    assert shifted >= 0.8 * 2000
+
+
 def test_exchangeable_power():
     """(b) One coordinate shifted by 1.0 (rows of 4 log-normals, n = 200): rejected ≥ 85 %."""
     rng = np.random.default_rng(32)
