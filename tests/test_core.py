@@ -149,10 +149,14 @@ def test_checks_and_verdict_logic():
     assert ctx.close("shape", predicted=[1, 2], measured=[1], atol=1, why="t").passed is None
     assert ctx.close("text", predicted=1.0, measured="n/a", atol=1, why="t").passed is None
     assert ctx.close("nan", predicted=1.0, measured=float("nan"), atol=1, why="t").passed is None
-    z = ctx.ztest("z", predicted=0.0, mean=0.1, stderr=0.01, n=100, alpha=1e-3)
-    assert z.passed is False
-    z = ctx.ztest("z2", predicted=0.0, mean=0.02, stderr=0.01, n=100, alpha=1e-3, m_tests=5)
-    assert z.passed and z.tolerance["bonferroni_m"] == 5
+    z = ctx.ztest("z", predicted=0.0, mean=0.1, stderr=0.01, n=100, alpha=1e-3, skew=0.0,
+                  kurtosis=0.0)
+    assert z.passed is False and z.margin < 0
+    z = ctx.ztest("z2", predicted=0.0, mean=0.02, stderr=0.01, n=100, alpha=1e-3, m_tests=5,
+                  skew=0.0, kurtosis=0.0)
+    assert z.passed and z.tolerance["bonferroni_m"] == 5 and 0 < z.margin < 1
+    # without samples or their moments the normal approximation cannot be judged: undecided
+    assert ctx.ztest("z3", predicted=0.0, mean=0.5, stderr=0.01, n=100).passed is None
     assert Verdict.decide(ctx.checks, [])[0] == "fails"
     ok = [x for x in ctx.checks if x.passed]
     assert Verdict.decide(ok, [])[0] == "holds"
@@ -284,6 +288,7 @@ def test_ztest_small_and_skewed_samples():
     x = rng.exponential(size=100_000)  # skewness 2: a shifted acceptance interval
     c = ctx.ztest("exp", samples=x, key="m", alpha=1e-3)
     lo, hi = c.tolerance["critical"]
-    assert c.passed and hi + lo > 0
+    # a right-skewed sample's studentized mean is left-skewed (a low mean comes with a low s)
+    assert c.passed and hi + lo < 0
     y = rng.lognormal(sigma=3.0, size=200)  # hopelessly skewed for n = 200
     assert ctx.ztest("ln", samples=y, predicted=float(np.exp(4.5))).passed is None

@@ -28,8 +28,9 @@ from icltheory.sweep._store import STORE_NAME, Store
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "thirdparty"
 CLAIM = "example.onestep.loss"
-# 12 runs: 3 context lengths × 2 dimensions × 2 seeds, at the quick profile
-GRID = ["--grid", "N=2,5,10", "--grid", "D=1,3", "--seeds", "0,1", "--profile", "quick"]
+# 12 runs: 3 context lengths × 2 dimensions × 2 seeds, at the quick profile (contexts of a few
+# tokens at D = 1 give Monte Carlo samples too heavy-tailed for the example's tests: undecided)
+GRID = ["--grid", "N=5,10,20", "--grid", "D=1,3", "--seeds", "0,1", "--profile", "quick"]
 
 
 def _has_dask() -> bool:
@@ -144,7 +145,7 @@ def _individual_checks(capsys, rows) -> dict[tuple, dict]:
 @pytest.mark.slow
 def test_sweep_equals_individual_checks(example, tmp_path, capsys, executor):
     """12 runs, cell for cell the same verdicts and numbers as `icltheory check` runs."""
-    res = run_sweep(CLAIM, {"N": [2, 5, 10], "D": [1, 3]}, seeds=[0, 1], profile="quick",
+    res = run_sweep(CLAIM, {"N": [5, 10, 20], "D": [1, 3]}, seeds=[0, 1], profile="quick",
                     executor=executor, workers=2 if executor != "local" else None,
                     out=tmp_path)
     assert len(res) == 12 and res.computed == 12 and res.reused == 0
@@ -312,7 +313,7 @@ def test_a_sweep_reports_fails_honestly(example, tmp_path, capsys):
     verdicts are in the files), and the counts per verdict are printed."""
     error = next(e for e in example.planted_errors if e.side == "theory")
     with itest.planted(error):
-        code, out, _ = _cli(capsys, "sweep", CLAIM, "--grid", "N=1,2,3", "--profile", "quick",
+        code, out, _ = _cli(capsys, "sweep", CLAIM, "--grid", "N=2,3,4", "--profile", "quick",
                             "--out", str(tmp_path), "--quiet")
     assert code == 0 and "fails" in out.splitlines()[0]
     _, rows = records(tmp_path)
@@ -323,7 +324,7 @@ def test_a_sweep_reports_fails_honestly(example, tmp_path, capsys):
 
 def test_summary_csv_and_dataframe(example, tmp_path, capsys):
     pd = pytest.importorskip("pandas")
-    code, out, _ = _cli(capsys, "sweep", CLAIM, "--grid", "N=2,4", "--grid", "D=1,2",
+    code, out, _ = _cli(capsys, "sweep", CLAIM, "--grid", "N=5,10", "--grid", "D=1,3",
                         "--seeds", "0..1", "--profile", "quick", "--out", str(tmp_path),
                         "--quiet")
     assert code == 0

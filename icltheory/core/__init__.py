@@ -43,6 +43,10 @@ from ._setting import Setting as Setting
 from ._setting import Text as Text
 from ._setting import load_toml as load_toml
 from ._setting import parse_assignments as parse_assignments
+from ._stats import binomial_judge as binomial_judge
+from ._stats import mean_bounds as mean_bounds
+from ._stats import mean_test as mean_test
+from ._stats import sample_moments as sample_moments
 from ._verdict import Check as Check
 from ._verdict import CheckContext as CheckContext
 from ._verdict import Plot as Plot

@@ -17,12 +17,25 @@ total is the union bound over its checks.  Recorders:
 
 * :meth:`CheckContext.close` — |measured − predicted| ≤ atol + rtol·|predicted| elementwise;
   the error is also reported in units of the tolerance (as ``scipy.integrate`` tests do).
-* :meth:`CheckContext.ztest` — a two-sided z-test of a Monte Carlo mean against a prediction
-  at significance ``alpha`` (optionally Bonferroni-corrected over ``m_tests`` tests).
+* :meth:`CheckContext.ztest` — a two-sided test of a Monte Carlo mean against a prediction
+  at significance ``alpha`` (optionally Bonferroni-corrected over ``m_tests`` tests): the
+  studentized mean against its own quantiles, corrected for the sample's skewness and kurtosis,
+  undecided when the sample is too skewed or heavy-tailed for its size (:mod:`._stats`).
+* :meth:`CheckContext.mean_bound` — the one-sided version: a mean at least (or at most) a
+  predicted value.
 * :meth:`CheckContext.exact` — measured == predicted exactly (counts, rationals, strings).
 * :meth:`CheckContext.condition` — a boolean property (e.g. "drop order equals …").
 * :meth:`CheckContext.bound` — a claimed upper bound judged by certificates: below a certified
   witness → fails; at or above a proved bound → holds; in between → undecided.
+
+Each check also carries a **margin**: how far it is from failing, in units of its own
+tolerance — ``close``: 1 − max |m − p|/(atol + rtol·|p|) over the elements (1: exact, 0: on the
+tolerance, negative: failed); ``ztest``/``mean_bound``: the distance of the statistic to the
+nearer critical value over the acceptance interval's half-width (one-sided: over the critical
+value's distance from 0); ``bound``: K/witness − 1 (how much smaller the claimed constant could
+be before the certified witness refutes it; negative: refuted); a binomial judgement: the count's
+distance to the largest failing count over the expected count's.  Undecided checks and exact
+booleans have none (``None``).  A verdict's margin is the smallest of its checks'.
 """
 
 from __future__ import annotations
@@ -36,8 +49,26 @@ import numpy as np
 
 from ._errors import BadInput
 from ._numbers import NumberError, Typed, parse_number
+from ._stats import (FIRST_ORDER_MAX, RADEMACHER_C, SECOND_ORDER_MAX, Moments,
+                     exchangeable_mean_test, mean_test, moments, symmetric_mean_test)
 
-__all__ = ["Check", "CheckContext", "Verdict", "Plot", "Series", "STATUSES", "z_critical"]
+__all__ = ["Check", "CheckContext", "Verdict", "Plot", "Series", "STATUSES", "z_critical",
+           "MEAN_TEST_WHY", "SYMMETRIC_TEST_WHY", "EXCHANGEABLE_TEST_WHY"]
+
+#: what every mean test appends to its check's reason
+MEAN_TEST_WHY = ("test: the studentized mean against its quantiles with Hall's second-order "
+                 "Cornish–Fisher correction for the sample's skewness and kurtosis; undecided "
+                 f"when those corrections exceed {FIRST_ORDER_MAX:g}/{SECOND_ORDER_MAX:g} "
+                 "(a sample too skewed or heavy-tailed for its size)")
+#: what a mean test of a sample the claim makes symmetric appends to its reason
+SYMMETRIC_TEST_WHY = ("test: the self-normalised sum of a sample whose law the claim makes symmetric "
+                      "about the prediction, against the Gaussian bound on sign-symmetric sums "
+                      f"(c = {RADEMACHER_C:.3f}): the level holds exactly, for any n and any tails")
+#: what a mean test of one exchangeable entry per sample appends to its reason
+EXCHANGEABLE_TEST_WHY = ("test: the column sum of samples whose entries the claim makes exchangeable "
+                         "(summing to 0), against Hoeffding's and Bernstein's bounds on a sum of one "
+                         "uniformly chosen entry per sample: the level holds exactly, for any n and "
+                         "any tails")
 
 STATUSES = ("holds", "fails", "inconclusive")
 _UNSET = object()
@@ -53,7 +84,8 @@ class Check:
     """One comparison.  ``passed`` is ``None`` when the comparison could not decide.
 
     ``judges``: the predicted constants this check judges; ``false_fail``: the probability
-    that it fails although the claim is true."""
+    that it fails although the claim is true; ``margin``: how far it is from failing in units
+    of its tolerance (None: undecided, or an exact boolean with no scale)."""
 
     name: str
     predicted: Any
@@ -64,6 +96,7 @@ class Check:
     detail: str = ""
     judges: tuple[str, ...] = ()
     false_fail: float = 0.0
+    margin: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The check as JSON-ready data."""
@@ -77,7 +110,12 @@ class Check:
             "detail": self.detail,
             "judges": list(self.judges),
             "false_fail": self.false_fail,
+            "margin": self.margin,
         }
+
+
+def _margin(v: float | None) -> float | None:
+    return None if v is None or math.isnan(v) else float(v)
 
 
 @dataclass
@@ -213,15 +251,17 @@ class CheckContext:
     def condition(
         self, name: str, passed: bool | None, *, predicted: Any = _UNSET, measured: Any, why: str,
         detail: str = "", key: str | None = None, judges: Iterable[str] = (),
-        false_fail: float = 0.0,
+        false_fail: float = 0.0, margin: float | None = None, tolerance: Any = "exact",
     ) -> Check:
         """A boolean property the claim decided itself (``passed``; ``None`` records an
         undecided check).  ``key=`` names the predicted constant it judges, ``predicted=`` what
-        to show as the prediction (both may be given: the check is the claim's own)."""
+        to show as the prediction (both may be given: the check is the claim's own).
+        ``margin``: how far from failing, when the property comes from a statistic with a scale
+        (a test's distance to its critical value); an exact boolean has none."""
         predicted, keys = self._resolve(predicted, key, judges, both=True)
-        return self.add(Check(name, _plain(predicted), _plain(measured), "exact", why,
+        return self.add(Check(name, _plain(predicted), _plain(measured), _plain(tolerance), why,
                               None if passed is None else bool(passed), detail, keys,
-                              float(false_fail)))
+                              float(false_fail), None if passed is None else _margin(margin)))
 
     def close(
         self,
@@ -277,7 +317,7 @@ class CheckContext:
         passed = bool(np.all(err <= bound))
         detail = _close_detail(err, bound, units)
         return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail,
-                              keys, float(false_fail)))
+                              keys, float(false_fail), _margin(1.0 - units)))
 
     def exact(self, name: str, *, measured: Any, predicted: Any = _UNSET, key: str | None = None,
               judges: Iterable[str] = (), why: str) -> Check:
@@ -288,7 +328,7 @@ class CheckContext:
         p, m = _plain(predicted), _plain(measured)
         same = _exactly_equal(p, m)
         detail = "equal" if same else f"differ: predicted {p!r}, measured {m!r}"[:300]
-        return self.add(Check(name, p, m, "exact", why, same, detail, keys, 0.0))
+        return self.add(Check(name, p, m, "exact", why, same, detail, keys, 0.0))  # no margin
 
     def ztest(
         self,
@@ -304,62 +344,116 @@ class CheckContext:
         alpha: float = 1e-3,
         m_tests: int = 1,
         skew: float | None = None,
+        kurtosis: float | None = None,
+        symmetric: bool = False,
+        exchangeable: tuple[Any, int] | None = None,
         why: str = "",
     ) -> Check:
-        """Two-sided test of a Monte Carlo mean against its prediction.
+        """Two-sided test of a Monte Carlo mean against its prediction at false-fail
+        probability ``alpha / m_tests`` (Bonferroni: the ``m_tests`` tests of one family
+        together have at most ``alpha``).
 
-        Give the i.i.d. ``samples`` (preferred: mean, standard error and skewness are computed
-        from them) or ``mean``, ``stderr`` and ``n`` (and optionally the samples' ``skew``).
-        The critical value is Student's t with n − 1 degrees of freedom, shifted by the
-        Cornish–Fisher term g(t² − 1)/6 for the skewness g = skew/√n of the mean, so the stated
-        false-fail probability ``alpha / m_tests`` holds for skewed samples too (to O(1/n)); a
-        mean too skewed for that correction (|g| > 0.5) or fewer than 30 samples is undecided.
-        Bonferroni: the ``m_tests`` tests of one family together have at most ``alpha``."""
+        Give the i.i.d. ``samples`` (preferred) or ``mean``, ``stderr``, ``n`` with the samples'
+        ``skew`` and excess ``kurtosis``.  The studentized mean is compared with its own
+        quantiles (second-order Cornish–Fisher in the sample's skewness and kurtosis,
+        :func:`._stats.mean_test`); a sample too skewed or heavy-tailed for that expansion at
+        this level, or under 30 samples, is undecided.  ``symmetric=True`` (with ``samples``):
+        the claim makes the samples' law symmetric about the prediction (say why in ``why``);
+        the sign-symmetric test (:func:`._stats.symmetric_mean_test`) then holds its level
+        exactly.  ``exchangeable=(rows, j)``: the tested samples are column j of ``rows`` (n × d,
+        each row summing to 0) whose entries the claim makes exchangeable, predicted mean 0
+        (:func:`._stats.exchangeable_mean_test`, exact level)."""
         predicted, keys = self._resolve(predicted, key, judges)
+        if exchangeable is not None:
+            rows, col = exchangeable
+            if float(predicted) != 0.0:
+                # a zero-sum exchangeable set has mean 0 by symmetry: another prediction is judged
+                # by the plain test of the column
+                return self.ztest(name, samples=np.asarray(rows)[:, col], predicted=predicted,
+                                  judges=keys, alpha=alpha, m_tests=m_tests, why=why)
+            ex = exchangeable_mean_test(rows, col, alpha=alpha / m_tests)
+            tol = {"critical": [ex.lo, ex.hi], "alpha": alpha, "bonferroni_m": m_tests,
+                   "n": ex.moments.n, "statistic": "S/√V (column sum over √Σ mean row square)"}
+            return self.add(Check(name, float(predicted), ex.moments.mean, tol,
+                                  (why or f"two-sided at {alpha:g}") + "; " + EXCHANGEABLE_TEST_WHY,
+                                  ex.passed, ex.detail, keys, alpha / m_tests, ex.margin))
+        if symmetric:
+            if samples is None:
+                raise TypeError("ztest(symmetric=True) needs samples=")
+            sym = symmetric_mean_test(samples, float(predicted), alpha=alpha / m_tests)
+            tol = {"critical": [sym.lo, sym.hi], "alpha": alpha, "bonferroni_m": m_tests,
+                   "n": sym.moments.n, "statistic": "U = Σ(x − p)/√Σ(x − p)²"}
+            return self.add(Check(name, float(predicted), sym.moments.mean, tol,
+                                  (why or f"two-sided at {alpha:g}") + "; " + SYMMETRIC_TEST_WHY,
+                                  sym.passed, sym.detail, keys, alpha / m_tests, sym.margin))
+        mo = self._moments(samples, mean, stderr, n, skew, kurtosis)
+        a = alpha / m_tests
+        predicted = float(predicted)
+        size = mo.n if mo is not None else n
+        reason = (why or (f"Monte Carlo with n={size}: two-sided test at significance {alpha:g}"
+                          + (f" (Bonferroni over {m_tests} tests)" if m_tests > 1 else "")))
+        reason += "; " + MEAN_TEST_WHY
+        if mo is None or not math.isfinite(predicted):
+            return self.add(Check(name, predicted, None if mo is None else mo.mean,
+                                  {"alpha": alpha, "bonferroni_m": m_tests}, reason, None,
+                                  "the samples' skewness and kurtosis were not given (pass samples=): "
+                                  "the test's validity cannot be judged" if mo is None else
+                                  "non-finite prediction", keys, a))
+        res = mean_test(mu0=predicted, alpha=a, moments_=mo)
+        tol = {"critical": [res.lo, res.hi], "alpha": alpha, "bonferroni_m": m_tests, "n": mo.n,
+               "stderr": mo.stderr, "skewness": mo.skewness, "kurtosis": mo.kurtosis,
+               "corrections": list(res.corrections)}
+        return self.add(Check(name, predicted, mo.mean, tol, reason, res.passed, res.detail, keys,
+                              a, res.margin))
+
+    def mean_bound(
+        self,
+        name: str,
+        *,
+        samples: Any,
+        relation: str,
+        predicted: Any = _UNSET,
+        key: str | None = None,
+        judges: Iterable[str] = (),
+        alpha: float,
+        why: str,
+    ) -> Check:
+        """One-sided test that the mean of the i.i.d. ``samples`` is ``relation`` (">=" or
+        "<=") the prediction, at false-fail probability ``alpha``: fails when the one-sided
+        confidence bound (:func:`._stats.mean_bounds`) lies beyond it; undecided under the
+        same rule as :meth:`ztest`."""
+        if relation not in (">=", "<="):
+            raise ValueError("relation must be '>=' or '<='")
+        predicted, keys = self._resolve(predicted, key, judges)
+        mo = moments(samples)
+        predicted = float(predicted)
+        res = mean_test(mu0=predicted, alpha=alpha, moments_=mo,
+                        lower_share=1.0 if relation == ">=" else 0.0)
+        crit = res.lo if relation == ">=" else res.hi
+        bound = mo.mean - crit * mo.stderr if math.isfinite(crit) else None
+        tol = {"critical": [res.lo, res.hi], "alpha": alpha, "n": mo.n, "stderr": mo.stderr,
+               "skewness": mo.skewness, "kurtosis": mo.kurtosis,
+               "corrections": list(res.corrections),
+               ("upper_bound" if relation == ">=" else "lower_bound"): bound}
+        detail = res.detail if res.passed is None else (
+            f"{'upper' if relation == '>=' else 'lower'} confidence bound {bound:.6g} "
+            f"{'≥' if relation == '>=' else '≤'} prediction {predicted:.6g}? " + res.detail)
+        return self.add(Check(name, predicted, mo.mean, tol,
+                              f"{why}; one-sided at {alpha:g}; {MEAN_TEST_WHY}", res.passed,
+                              detail, keys, float(alpha), res.margin))
+
+    @staticmethod
+    def _moments(samples: Any, mean: Any, stderr: Any, n: Any, skew: Any,
+                 kurtosis: Any) -> Moments | None:
         if samples is not None:
-            x = np.asarray(samples, dtype=float).ravel()
-            n = int(x.size)
-            mean = float(x.mean()) if n else float("nan")
-            if n > 1:
-                sd = float(x.std(ddof=1))
-                stderr = sd / math.sqrt(n)
-                skew = float(np.mean((x - mean) ** 3) / sd**3) if sd > 0 else 0.0
-            else:
-                stderr = float("nan")
+            return moments(samples)
         if mean is None or stderr is None or n is None:
             raise TypeError("ztest needs samples= or mean=, stderr= and n=")
-        a = alpha / m_tests
-        mean, predicted, stderr = float(mean), float(predicted), float(stderr)
-        reason = why or (
-            f"Monte Carlo with n={n}: two-sided test at significance {alpha:g}"
-            + (f" (Bonferroni over {m_tests} tests)" if m_tests > 1 else "")
-        )
-        if n < 30:
-            return self.add(Check(name, predicted, mean, {"alpha": alpha, "n": n}, reason, None,
-                                  f"only {n} samples: too few for a test at significance {a:.2g}",
-                                  keys, a))
-        from scipy.special import stdtrit
-
-        tcrit = float(stdtrit(n - 1, 1.0 - a / 2.0))
-        g = (skew or 0.0) / math.sqrt(n)
-        shift = g * (tcrit * tcrit - 1.0) / 6.0
-        hi, lo = tcrit + shift, -tcrit + shift
-        tol = {"critical": [lo, hi], "alpha": alpha, "bonferroni_m": m_tests, "n": n,
-               "stderr": stderr, "skewness_of_mean": g}
-        if not (math.isfinite(mean) and math.isfinite(stderr) and math.isfinite(predicted)) \
-                or stderr <= 0:
-            return self.add(Check(name, predicted, mean, tol, reason, None,
-                                  "standard error is zero or non-finite", keys, a))
-        if abs(g) > 0.5:
-            return self.add(Check(name, predicted, mean, tol, reason, None,
-                                  f"the mean's skewness {g:.2g} is too large for a normal "
-                                  "approximation at this sample size", keys, a))
-        z = (mean - predicted) / stderr
-        passed = lo <= z <= hi
-        return self.add(
-            Check(name, predicted, mean, tol, reason, bool(passed),
-                  f"t = {z:+.3f} (accept [{lo:.3f}, {hi:.3f}])", keys, a)
-        )
+        if skew is None or kurtosis is None:
+            return None
+        n = int(n)
+        return Moments(n, float(mean), float(stderr) * math.sqrt(n), float(stderr),
+                       float(skew), float(kurtosis))
 
     def bound(
         self,
@@ -397,7 +491,10 @@ class CheckContext:
             passed, detail = None, (f"K = {K:.6g} lies between the certified witness "
                                     f"{certified_lower:.6g} and the proved bound "
                                     f"{proved_upper if proved_upper is None else f'{proved_upper:.6g}'}")
-        return self.add(Check(name, K, certified_lower, tol, why, passed, detail, (key,), 0.0))
+        margin = (K / certified_lower - 1.0 if passed is not None and certified_lower > 0
+                  else None)
+        return self.add(Check(name, K, certified_lower, tol, why, passed, detail, (key,), 0.0,
+                              margin))
 
 
 def _exactly_equal(a: Any, b: Any) -> bool:
@@ -462,6 +559,13 @@ class Verdict:
         return float(sum(c.false_fail for c in self.checks))
 
     @property
+    def margin(self) -> float | None:
+        """The smallest margin of the checks (how far the verdict is from a failed check, in
+        units of that check's tolerance); None when no check has one."""
+        vals = [c.margin for c in self.checks if c.margin is not None]
+        return float(min(vals)) if vals else None
+
+    @property
     def judged(self) -> list[str]:
         """The predicted constants judged by at least one check."""
         return sorted({k for c in self.checks for k in c.judges})
@@ -504,6 +608,7 @@ class Verdict:
             "reasons": self.reasons,
             "notes": self.notes,
             "false_fail_bound": self.false_fail,
+            "margin": self.margin,
             "judged": self.judged,
             "non_default": self.non_default,
         }
@@ -525,6 +630,9 @@ class Verdict:
                 mark = "FAIL" if c.passed is False else "undecided"
                 lines.append(f"  {mark}: {c.name}: predicted {fmt(c.predicted)}, measured "
                              f"{fmt(c.measured)} ({c.detail}); tolerance because {c.why}")
+        if self.margin is not None:
+            lines.append(f"  margin: {self.margin:.3g} (smallest over the checks, in units of "
+                         "each check's tolerance)")
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:

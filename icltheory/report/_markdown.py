@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -143,8 +144,8 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
     for k, v in verdict.predicted.items():
         out.append(f"| `{k}` | {_cell(summarize(v, 8))} |")
     out += ["", "## Checks", "",
-            "| check | predicted | measured | tolerance | why this tolerance | result |",
-            "|---|---|---|---|---|---|"]
+            "| check | predicted | measured | tolerance | why this tolerance | result | margin |",
+            "|---|---|---|---|---|---|---|"]
     for c in verdict.checks:
         res = {True: "✅ pass", False: "❌ FAIL", None: "❔ undecided"}[c.passed]
         if c.detail:
@@ -152,8 +153,12 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
         pred, meas = check_cells(c)
         out.append(
             f"| {_cell(c.name)} | {_cell(pred)} | {_cell(meas)} | "
-            f"{_cell(fmt(c.tolerance, 3))} | {_cell(c.why)} | {_cell(res)} |"
+            f"{_cell(fmt(c.tolerance, 3))} | {_cell(c.why)} | {_cell(res)} | {margin_cell(c.margin)} |"
         )
+    out += ["", f"Margin: how far each check is from failing, in units of its own tolerance (1 − "
+            "error/tolerance; a test's distance to its critical value over the acceptance "
+            "half-width; a bound's K/witness − 1); — where none exists (undecided, exact "
+            f"booleans). The verdict's margin is the smallest: {margin_cell(verdict.margin)}."]
     if any(_is_vector(c) for c in verdict.checks):
         out += ["", f"A check of more than {SHORT} values shows their range and the values at the "
                 "point farthest from the prediction relative to the tolerance; every value is "
@@ -182,10 +187,18 @@ def verdict_markdown(v: Verdict) -> str:
     """A short Markdown view of a verdict (notebooks): badge, reasons, the checks table."""
     out = [f"**`{v.claim}`: {BADGE[v.verdict]}**"
            + (f" — {'; '.join(v.reasons)}" if v.reasons else ""), "",
-           "| check | predicted | measured | result |", "|---|---|---|---|"]
+           "| check | predicted | measured | result | margin |", "|---|---|---|---|---|"]
     for c in v.checks:
         res = {True: "✅", False: "❌", None: "❔"}[c.passed]
         pred, meas = check_cells(c)
         out.append(f"| {_cell(c.name)} | {_cell(pred)} | {_cell(meas)} | "
-                   f"{res} {_cell(c.detail)} |")
+                   f"{res} {_cell(c.detail)} | {margin_cell(c.margin)} |")
+    out += ["", f"Margin (smallest over the checks): {margin_cell(v.margin)}"]
     return "\n".join(out)
+
+
+def margin_cell(m: float | None) -> str:
+    """A margin for a table: three significant digits, — when there is none."""
+    if m is None:
+        return "—"
+    return f"{m:.3g}" if math.isfinite(m) else ("−∞" if m < 0 else "∞")

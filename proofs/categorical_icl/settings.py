@@ -138,7 +138,7 @@ class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
     step: float | None = Float(None, positive=True, max=100.0, doc="hand-picked step size: "
                                "Γ_k = step·I is fixed instead of optimised (a negative control)")
     alpha: float = Float(2e-4, positive=True, max=4e-4, doc="family-wise false-fail level of each "
-                         "Bonferroni-corrected family of z-tests")
+                         "Bonferroni-corrected family of mean tests")
     gamma: str = Choice("full", ("full", "diag"), doc="form of Γ_k in the structured set S "
                         "(diag: the off-diagonal Γ gradient is reported, not claimed)")
     scope: str = Choice("structure", ("structure", "paper"), doc="what is asserted stationary at θ*: "

@@ -173,7 +173,10 @@ class SigmoidSetting(SpectrumSetting):
     w_init: float = Float(1e-3, min=1e-100, max=1.0, sample=(1e-4, 3e-2, "log"),
                           doc="initialisation scale (aligned balanced init: σ(0) = w²/√D)")
     P: int | None = Int(None, min=100, max=10**6, by_profile=(1000, 5000, 20_000),
-                        doc="training sequences of the finite-sample run (and as many held out)")
+                        doc="training sequences of the finite-sample run")
+    held_out: int | None = Int(None, min=100, max=10**7, by_profile=(20_000, 20_000, 50_000),
+                               doc="fresh sequences on which the trained and the initial model's "
+                                   "losses are measured")
     lr: float | None = Float(None, min=1e-300, max=1e300,
                              doc="GD step η of the finite-sample run (default 0.04/r, r = 2λ²√D)")
     steps: int | None = Int(None, min=1, max=STEPS_MAX,

@@ -55,24 +55,30 @@ class OneStepLoss(Claim):
                     what=f"{s.P} sequences of {s.N + 1} tokens")
 
     def measure(self, s: OneStepSetting, run) -> dict:
-        f, y = experiments.sample_features(s.D, s.N, s.lam, s.P, run.rng(0), tick=run.tick)
-        return {"f": f, "y": y}
+        S, S2 = experiments.sample_features(s.D, s.N, s.lam, s.P, run.rng(0), tick=run.tick)
+        return {"trS": np.trace(S, axis1=1, axis2=2), "trS2": np.trace(S2, axis1=1, axis2=2)}
 
     def judge(self, s: OneStepSetting, predicted, m, ctx) -> None:
-        f, y = m["f"], m["y"]
-        P = len(f)
+        # per sequence, averaged exactly over its query and task: E[(y_q − ηf)² | S] =
+        # λ(D − 2η tr S + η² tr S²), E[f(y_q − ηf) | S] = λ(tr S − η tr S²)
+        trS, trS2 = m["trS"], m["trS2"]
+        P = len(trS)
         tests = len(s.etas) + 2
+
+        def loss(eta):
+            return s.lam * (s.D - 2 * eta * trS + eta * eta * trS2)
+
         for i, e in enumerate(s.etas):
             ctx.ztest(f"L(η = {e:g}/λ): Monte Carlo over P={P} sequences",
-                      samples=(y - (e / s.lam) * f) ** 2, predicted=predicted["loss"][i],
+                      samples=loss(e / s.lam), predicted=predicted["loss"][i],
                       judges=("loss",), alpha=_ALPHA, m_tests=tests)
         es = float(predicted["eta_star"])
-        ctx.ztest("dL/dη = 0 at the predicted η*", samples=f * (y - es * f),  # −½ dL/dη
+        ctx.ztest("dL/dη = 0 at the predicted η*", samples=s.lam * (trS - es * trS2),  # −½ dL/dη
                   predicted=0.0, judges=("eta_star",), alpha=_ALPHA, m_tests=tests)
-        err = (y - es * f) ** 2
+        err = loss(es)
         ctx.ztest("L(η*) = λD(1 − 1/c)", samples=err, key="loss_star", alpha=_ALPHA,
                   m_tests=tests)
-        ctx.measure("loss", [float(np.mean((y - (e / s.lam) * f) ** 2)) for e in s.etas])
+        ctx.measure("loss", [float(np.mean(loss(e / s.lam))) for e in s.etas])
         ctx.measure("loss_at_predicted_eta_star", float(err.mean()))
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, z_critical
+from icltheory.core import mean_test, sample_moments
+from icltheory.core._stats import Moments, exchangeable_mean_test, symmetric_mean_test
 
 from ..settings import EquivarianceSetting, StationaritySetting
 from ._common import EXPERIMENTS, SOURCE, THEORY
@@ -170,10 +172,16 @@ the untied value direction $V_u+V_v$ and the $f\to f$ value. For $K=1$ these van
 $v=\bar w_e=0$ and $f=0$), so both scopes coincide; for $K\ge2$ symmetry does not zero them and the
 claim names the ones the Monte Carlo finds nonzero. Entries that vanish by the layout alone
 (block 1 reading $v,f$; block $K$'s $Q$ reading $u$) form an a-priori mask from the theory, checked
-to be exactly 0 in every pair and not z-tested. Monte Carlo: antithetic pairs $x\to-x$ with common
+to be exactly 0 in every pair and not tested statistically. Monte Carlo: antithetic pairs $x\to-x$ with common
 label uniforms, exact expectation over the query label, per-prompt gradients by hand-written
-backprop; each family of components is z-tested with Bonferroni at family-wise level `alpha`
-(three families at most: the claim's false-fail probability ≤ 3·`alpha`).
+backprop; each family of components is tested with Bonferroni at family-wise level `alpha`
+(three families at most: the claim's false-fail probability ≤ 3·`alpha`). A component that a
+reflection of one covariate coordinate maps to its negative (off-diagonal $x$-block entries,
+$Q_k,K_k$ reading $u,v,f$, the $x	o f$ value) has a law symmetric about 0 on $S$: the
+sign-symmetric test, exact for any sample size and tails; the traceless diagonal's components
+are exchangeable under coordinate permutations: a Hoeffding/Bernstein bound on their column
+sums, exact too; the others: the studentized mean with a Cornish–Fisher correction (undecided
+when the sample is too skewed or heavy-tailed for its size).
 """
 
 
@@ -297,17 +305,7 @@ class Stationarity(Claim):
             ctx.inconclusive(f"the in-S minimisation did not converge (max |gradient|/stderr = "
                              f"{m['fit']['max_grad_over_stderr']:.3g} > {m['fit']['rel_tol']:g}), so θ* is "
                              "not the sample minimiser")
-        fitted = np.array([c.fitted for c in comps])
-        kinds = np.array([c.kind for c in comps])
-        claimed_star = {"off", "in"} | ({"tie", "ff"} if s.scope == "paper" else set())
-        z0 = self._ztests(ctx, m["g0"] @ A, comps, inside, n, s, "at θ0 ∈ S (hand-picked)", kinds == "off",
-                          predicted["off_structure_gradient"], np.ones(len(comps)), "off_structure_gradient")
-        infl = np.where(fitted, np.sqrt(2.0), 1.0)
-        where_star = ("at θ* = argmin_S L" if s.step is None else
-                      f"at θ* = argmin over kernel scales with Γ = {s.step:g}·I fixed")
-        zs = self._ztests(ctx, m["gstar"] @ A, comps, inside, n, s, where_star,
-                          np.isin(kinds, sorted(claimed_star)), predicted["stationary_gradient"], infl,
-                          "stationary_gradient")
+        z0, zs = self.judge_gradient_tests(s, predicted, m["g0"], m["gstar"], ctx)
         outside = {c.name: (None if zs[j] is None else round(float(zs[j]), 2))
                    for j, c in enumerate(comps) if c.kind in ("tie", "ff", "gamma-off")}
         zcrit = float(z_critical(s.alpha / max(1, len(outside))))
@@ -348,6 +346,33 @@ class Stationarity(Claim):
                       logy=False, caption=f"{n} antithetic pairs; components in the a-priori "
                                           "structural-zero mask at 0"))
 
+    def judge_gradient_tests(self, s, predicted, g0, gstar, ctx, star_kinds=None):
+        """The Bonferroni families of mean tests on the per-pair gradients at θ0 (the
+        symmetry-breaking components) and at θ* (the asserted scope's components, or
+        ``star_kinds``); returns the z values of every component at θ0 and θ*."""
+        p = theory.paper()
+        gform = s.gamma if s.step is None else "fixed"
+        mask = p.structural_zero_mask(s.d, s.dprime, s.K)
+        comps = p.components(s.d, s.dprime, s.K, gform)
+        A = np.zeros((mask.size, len(comps)))
+        for j, c in enumerate(comps):
+            A[list(c.index), j] = c.coef
+        inside = np.array([bool(np.all(mask[list(c.index)])) for c in comps])
+        n = len(g0)
+        fitted = np.array([c.fitted for c in comps])
+        kinds = np.array([c.kind for c in comps])
+        claimed_star = ({"off", "in"} | ({"tie", "ff"} if s.scope == "paper" else set())
+                        if star_kinds is None else set(star_kinds))
+        z0 = self._ztests(ctx, g0 @ A, comps, inside, n, s, "at θ0 ∈ S (hand-picked)", kinds == "off",
+                          predicted["off_structure_gradient"], np.ones(len(comps)), "off_structure_gradient")
+        infl = np.where(fitted, np.sqrt(2.0), 1.0)
+        where_star = ("at θ* = argmin_S L" if s.step is None else
+                      f"at θ* = argmin over kernel scales with Γ = {s.step:g}·I fixed")
+        zs = self._ztests(ctx, gstar @ A, comps, inside, n, s, where_star,
+                          np.isin(kinds, sorted(claimed_star)), predicted["stationary_gradient"], infl,
+                          "stationary_gradient")
+        return z0, zs
+
     @staticmethod
     def _mask_check(ctx, raw, mask, names, where, predicted):
         on = float(np.abs(raw[:, mask] - predicted).max()) if mask.any() else 0.0
@@ -363,11 +388,20 @@ class Stationarity(Claim):
 
     @staticmethod
     def _ztests(ctx, vals, comps, inside, n, s, where, chosen, predicted, inflate, key):
-        """Bonferroni-corrected z-tests of the chosen components (one recorded test per group,
-        its worst component), family-wise level ``alpha``; components inside the mask are skipped
-        (exact zeros), components with zero spread are compared exactly."""
-        mean = vals.mean(0)
-        se = vals.std(0, ddof=1) / np.sqrt(n) * inflate
+        """Bonferroni-corrected mean tests of the chosen components (one recorded test per group:
+        a failing component if any, else an undecided one, else the one nearest its critical
+        value), family-wise level ``alpha``; components inside the mask are skipped (exact
+        zeros), components with zero spread are compared exactly.
+
+        A fitted in-S coordinate at θ* carries the fit's sampling error too: θ* zeroes the fit
+        sample's gradient, so the evaluation sample's mean is ≈ its own noise minus the fit
+        sample's (same law, independent): standard error ×√2, and the two skewnesses cancel
+        (the difference of two independent copies is symmetric)."""
+        mo = sample_moments(vals, axis=0)
+        mean = np.asarray(mo.mean)
+        se = np.asarray(mo.stderr) * inflate
+        skew = np.where(inflate > 1, 0.0, np.asarray(mo.skewness))
+        kurt = np.asarray(mo.kurtosis)
         untestable = ~inside & (se == 0)
         z = [None if inside[i] or untestable[i] else float((mean[i] - predicted) / se[i])
              for i in range(len(comps))]
@@ -378,23 +412,68 @@ class Stationarity(Claim):
             worst = max(abs(float(mean[i]) - predicted) for i in constant)
             ctx.condition(f"{where}: zero-spread components equal the prediction ({len(constant)})",
                           worst == 0.0, key=key, measured=worst,
-                          why="constant across all pairs, so no z-test; exact comparison")
+                          why="constant across all pairs, so no mean test; exact comparison")
+        mt = max(len(tested), 1)
+        a = s.alpha / mt
+
+        def members(i):  # the zero-sum exchangeable set component i belongs to
+            return [j for j in range(len(comps)) if comps[j].group == comps[i].group and comps[j].exchangeable]
+
+        def one(i):
+            if comps[i].reflection_odd and inflate[i] == 1:
+                return None, symmetric_mean_test(vals[:, i], predicted, alpha=a)
+            if comps[i].exchangeable and inflate[i] == 1 and predicted == 0.0:
+                mem = members(i)
+                return mem, exchangeable_mean_test(vals[:, mem], mem.index(i), alpha=a)
+            m = Moments(n, float(mean[i]), float(se[i]) * np.sqrt(n), float(se[i]), float(skew[i]),
+                        float(kurt[i]))
+            return m, mean_test(mu0=predicted, alpha=a, moments_=m)
+
+        results = {i: one(i) for i in tested}
+
+        def rank(i):  # failing first (most negative margin), then undecided, then nearest
+            r = results[i][1]
+            return (0, r.margin) if r.passed is False else ((1, 0.0) if r.passed is None else (2, r.margin))
+
         groups: dict = {}
+        size: dict = {}
         for i in tested:
             g = comps[i].group
-            if g not in groups or abs(z[i]) > abs(z[groups[g]]):
+            size[g] = size.get(g, 0) + 1
+            if g not in groups or rank(i) < rank(groups[g]):
                 groups[g] = i
-        mt = max(len(tested), 1)
         for g, i in groups.items():
-            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, mean=float(mean[i]),
-                      stderr=float(se[i]), n=n, alpha=s.alpha, m_tests=mt,
-                      why=f"{n} antithetic pairs, two-sided z-test, Bonferroni over the {mt} tested "
-                          f"components at family-wise level {s.alpha:g}"
-                          + ("; fitted in-S coordinates use stderr·√2 (fit + evaluation sample)"
-                             if np.any(inflate[tested] > 1) else ""))
+            n0 = len(ctx.checks)
+            Stationarity._group_test(ctx, g, i, results, vals, comps, inflate, where, key, n, s, mt)
+            # the group fails when any of its components does: its share of the family's level
+            ctx.checks[n0].false_fail = size[g] * a
         table: dict = {}
         for i in idx:
             if z[i] is not None:
                 table[comps[i].group] = round(max(abs(z[i]), table.get(comps[i].group, 0.0)), 2)
         ctx.evidence[f"max_abs_z {where}"] = table
         return z
+
+    @staticmethod
+    def _group_test(ctx, g, i, results, vals, comps, inflate, where, key, n, s, mt):
+        """Record the test of component i, the one group g is judged by."""
+        m = results[i][0]
+        why = (f"{n} antithetic pairs, two-sided test, Bonferroni over the {mt} tested components at "
+               f"family-wise level {s.alpha:g}")
+        if isinstance(m, list):  # a traceless diagonal: exchangeable under coordinate permutations
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, exchangeable=(vals[:, m], m.index(i)),
+                      alpha=s.alpha, m_tests=mt,
+                      why=why + "; a permutation of the covariate coordinates permutes the traceless diagonal's "
+                                "components and leaves the point of S and the prompts' law unchanged, so "
+                                "each pair's components are exchangeable (and sum to 0)")
+        elif m is None:  # reflection-odd: its law is symmetric about 0 on S
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, samples=vals[:, i],
+                      symmetric=True, alpha=s.alpha, m_tests=mt,
+                      why=why + "; a reflection of one covariate coordinate maps this component to its "
+                                "negative and leaves the point of S and the prompts' law unchanged, so its "
+                                "per-pair law is symmetric about 0")
+        else:
+            ctx.ztest(f"{where}: {g} (worst: {comps[i].name})", key=key, mean=m.mean, stderr=m.stderr,
+                      n=n, skew=m.skewness, kurtosis=m.kurtosis, alpha=s.alpha, m_tests=mt,
+                      why=why + ("; fitted in-S coordinates use stderr·√2 and skewness 0 (fit + evaluation "
+                                 "sample, two independent copies)" if inflate[i] > 1 else ""))

@@ -158,6 +158,14 @@ class Component:
     index: tuple
     coef: tuple
     fitted: bool = False
+    #: a reflection of one covariate coordinate maps this component to its negative (the other
+    #: parameters being invariant), so its per-prompt law is symmetric about 0 at any point of
+    #: S whenever the covariates' law is reflection invariant (Gaussian, cube, sphere)
+    reflection_odd: bool = False
+    #: one coordinate's part of a traceless diagonal: a permutation of the covariate coordinates
+    #: permutes the group's components among themselves (their values sum to 0), so at any point
+    #: of S they are exchangeable whenever the covariates' law is permutation invariant
+    exchangeable: bool = False
 
 
 def components(d: int, dp: int, K: int, gamma: str) -> list[Component]:
@@ -177,12 +185,13 @@ def components(d: int, dp: int, K: int, gamma: str) -> list[Component]:
                 for j in range(d):
                     if i != j:
                         out.append(Component(f"{label}{k}.xx[{i},{j}]", f"block {k} {label} x-block "
-                                             "off-diagonal", "off", (at(i, j),), (1.0,)))
+                                             "off-diagonal", "off", (at(i, j),), (1.0,),
+                                             reflection_odd=True))  # x_i → −x_i
             if d > 1:
                 for i in range(d):
                     coef = tuple((1.0 if m == i else 0.0) - 1.0 / d for m in range(d))
                     out.append(Component(f"{label}{k}.xx[{i},{i}]-mean", f"block {k} {label} x-block "
-                                         "traceless diagonal", "off", tuple(diag), coef))
+                                         "traceless diagonal", "off", tuple(diag), coef, exchangeable=True))
             out.append(Component(f"{label}{k}.trace", f"block {k} {label} x-block trace "
                                  f"(∂/∂{'b' if label == 'Q' else 'c'})", "in", tuple(diag),
                                  (1.0,) * d, fitted=True))
@@ -190,12 +199,13 @@ def components(d: int, dp: int, K: int, gamma: str) -> list[Component]:
                 for i in range(d):
                     for j in range(dp):
                         out.append(Component(f"{label}{k}.x{blk}[{i},{j}]", f"block {k} {label} reads "
-                                             f"the {blk} slot", "off", (at(i, sl[blk].start + j),), (1.0,)))
+                                             f"the {blk} slot", "off", (at(i, sl[blk].start + j),), (1.0,),
+                                             reflection_odd=True))  # output row i: x_i → −x_i
         voff = base + 2 * d * D
         for i in range(dp):
             for j in range(d):
                 out.append(Component(f"V{k}.fx[{i},{j}]", f"block {k} value x→f", "off",
-                                     (voff + i * D + j,), (1.0,)))
+                                     (voff + i * D + j,), (1.0,), reflection_odd=True))  # x_j → −x_j
         for i in range(dp):
             for j in range(dp):
                 c = sl["f"].start + j

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["haar_rotation", "covariance", "sample_sequences", "beta_and_query",
-           "bilinear_predictor_losses", "beta_outer_samples"]
+__all__ = ["haar_rotation", "covariance", "sample_sequences", "sample_sequences_and_tasks",
+           "beta_and_query", "bilinear_predictor_losses", "beta_outer_samples",
+           "query_averaged_losses"]
 
 
 def haar_rotation(D: int, rng: np.random.Generator) -> np.ndarray:
@@ -34,6 +35,13 @@ def _sqrtm(A: np.ndarray) -> np.ndarray:
 
 def sample_sequences(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator):
     """Draw ``P`` sequences: tokens ``X`` of shape (P, D+1, N+1) and targets ``y_q`` (P,)."""
+    X, y, _ = sample_sequences_and_tasks(P, N, Lam, rng)
+    return X, y
+
+
+def sample_sequences_and_tasks(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator):
+    """:func:`sample_sequences` (the same draws from the same generator) and each sequence's
+    task vector w (P, D)."""
     D = Lam.shape[0]
     root = _sqrtm(Lam)
     w = rng.standard_normal((P, D))
@@ -43,7 +51,7 @@ def sample_sequences(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator):
     X[:, :D, :] = np.transpose(x, (0, 2, 1))
     X[:, D, :N] = y[:, :N]
     X[:, D, N] = 0.0
-    return X, y[:, N]
+    return X, y[:, N], w
 
 
 def beta_and_query(X: np.ndarray, divisor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -90,3 +98,37 @@ def beta_outer_samples(Lam: np.ndarray, N: int, n: int, rng: np.random.Generator
     for sl, _, beta in _contexts(Lam, N, n, rng, chunk):
         out[sl] = (beta[:, :, None] * beta[:, None, :]).reshape(len(beta), -1)
     return out
+
+
+def query_averaged_losses(X: np.ndarray, w: np.ndarray, theta: np.ndarray,
+                          Lam: np.ndarray) -> np.ndarray:
+    r"""Per-sequence squared error of the whole model $\hat y_q=\Theta\cdot Z(X)$ (features
+    $Z_{abc}=S_{ab}x_{q,c}/N$, S summed over all N + 1 tokens) averaged exactly over the query
+    $x_q\sim\mathcal N(0,\Lambda)$ given the context and the task w: the Rao–Blackwellised
+    version of $(w^	op x_q-\hat y_q)^2$ (same mean over sequences, the query's share of the
+    variance removed).
+
+    With $S=C+	ilde x	ilde x^	op$ ($	ilde x=(x_q,0)$; C the N context tokens) the prediction
+    is $\ell^	op x_q+T(x_q,x_q,x_q)$, $\ell_c=\sum_{ab}\Theta_{abc}C_{ab}/N$ and
+    $T_{abc}=\Theta_{abc}/N$ (a, b inputs).  With $u=w-\ell$ and Isserlis' theorem,
+    $\mathbb E_{x_q}[(u^	op x_q-T(x_q))^2]=u^	op\Lambda u-2u^	op m+c_0$,
+    $m_d=\sum T_{abc}(\Lambda_{da}\Lambda_{bc}+\Lambda_{db}\Lambda_{ac}+\Lambda_{dc}\Lambda_{ab})$,
+    and in whitened coordinates ($T'=T(R\cdot,R\cdot,R\cdot)$, $R=\Lambda^{1/2}$, $S'$ its
+    symmetrisation, $v_a=\sum_bS'_{abb}$) $c_0=6\lVert S'Vert^2+9\lVert vVert^2$."""
+    P, D1, N1 = X.shape
+    D, N = D1 - 1, N1 - 1
+    th = np.asarray(theta, dtype=float).reshape(D1, D1, D)
+    ctx = X[:, :, :N]
+    C = np.einsum("pan,pbn->pab", ctx, ctx)
+    ell = np.einsum("abc,pab->pc", th, C) / N
+    T = th[:D, :D, :] / N
+    m = (np.einsum("abc,da,bc->d", T, Lam, Lam) + np.einsum("abc,db,ac->d", T, Lam, Lam)
+         + np.einsum("abc,dc,ab->d", T, Lam, Lam))
+    R = _sqrtm(Lam)
+    Tw = np.einsum("ijk,ia,jb,kc->abc", T, R, R, R)
+    Sw = (Tw + Tw.transpose(0, 2, 1) + Tw.transpose(1, 0, 2) + Tw.transpose(1, 2, 0)
+          + Tw.transpose(2, 0, 1) + Tw.transpose(2, 1, 0)) / 6
+    v = np.einsum("abb->a", Sw)
+    c0 = 6 * float(np.sum(Sw * Sw)) + 9 * float(v @ v)
+    u = w - ell
+    return np.einsum("pd,de,pe->p", u, Lam, u) - 2 * (u @ m) + c0

@@ -194,7 +194,7 @@ def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
         if c.passed and allow > tol:
             # the step-rounding uncertainty alone exceeds the claim's tolerance: agreement is
             # not evidence; only a miss decides
-            c.passed = None
+            c.passed, c.margin = None, None
             c.detail += (f"; undecided: the allowance {allow:.3g} exceeds the claim's tolerance "
                          f"{tol:g} (spread the L values or lower η)")
         slopes.append(float(fit.slope))

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from icltheory.backends import get_backend
-from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
+from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, binomial_judge
 
 from ..settings import FinalAttentionSetting, OscillationSetting
 from ._common import (ARCH, ARXIV, PKG, SUMMARY, descends, model_a_step_cost, model_b_step_cost, rules, runs,
@@ -181,7 +181,8 @@ class FinalAttention(Claim):
                 "train_frac": float(tr["frac"][-1, 0]), "attn": float(att[-1]),
                 "loss0": float(loss[0]), "loss": float(loss[-1]), "steps_run": tr.n_steps,
                 "loss_rise": runs.loss_rise(tr["loss"]), "curve": runs.curve(tr.steps, att),
-                "frac_curve": runs.curve(tr.steps, tr["frac"][:, 0])}
+                "frac_curve": runs.curve(tr.steps, tr["frac"][:, 0]),
+                "Q": tr.extra["Q"][0], "features": batch.V}  # kept for re-evaluation on fresh prompts
 
     def judge(self, s: FinalAttentionSetting, P, m, ctx) -> None:
         from scipy import stats
@@ -223,9 +224,8 @@ class FinalAttention(Claim):
         ctx.measure("fraction_attending_at_least_1_minus_delta", frac)
         lo, hi = (float(x) for x in stats.binomtest(X, n).proportion_ci(1 - 2 * _ALPHA))
         ctx.measure("clopper_pearson_interval", [lo, hi])
-        p_low = float(stats.binom.cdf(X, n, 1 - dl))        # small: X too small for p ≥ 1 − δ
-        p_high = float(stats.binom.sf(X - 1, n, 1 - dl))    # small: X too large for p ≤ 1 − δ
-        passed = False if p_low <= _ALPHA else (True if p_high <= _ALPHA else None)
+        bj = binomial_judge(X, n, 1 - dl, _ALPHA)  # exact: P(Bin ≤ X) ≤ α fails, P(Bin ≥ X) ≤ α holds
+        p_low, p_high, passed = bj.p_low, bj.p_high, bj.passed
         if passed is False and not m["converged"]:
             # the claim concerns the trained state: an unconverged run cannot refute it
             passed = None
@@ -233,7 +233,7 @@ class FinalAttention(Claim):
                              f"{m['train_frac']:.3f} of the training prompts attend ≥ {s.target:g}"
                              f"), and the held-out fraction is too low: raise 'steps'")
         ctx.condition(f"Pr[α ≥ 1 − δ] ≥ 1 − δ on {n} held-out prompts (exact binomial tests)",
-                      passed, key="delta", measured=frac, false_fail=_ALPHA,
+                      passed, key="delta", measured=frac, false_fail=_ALPHA, margin=bj.margin,
                       why=f"fails if P(Bin(n, 1 − δ) ≤ X) ≤ {_ALPHA:g} (false-fail ≤ {_ALPHA:g} "
                           f"when the claim holds), holds if P(Bin(n, 1 − δ) ≥ X) ≤ {_ALPHA:g}, "
                           f"undecided between: X = {X}, p = {p_low:.3g} / {p_high:.3g}")

@@ -161,6 +161,7 @@ class Rescaling(Claim):
                               "divided by |log(L/L')|")
             if not ln > 1e-3:
                 c.passed = None if c.passed else c.passed
+                c.margin = None if c.passed is None else c.margin
                 c.detail += "; undecided when L/L' is within 0.1 % of 1 unless it misses"
         else:
             ctx.inconclusive("L = L': the exponent of the gradient's scaling cannot be measured")
