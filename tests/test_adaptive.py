@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from icltheory.core import get_claim, run_check
-from icltheory.dynamics import integrate_adaptive, plateaus_between_events
+from icltheory.dynamics import compare_solutions, integrate_adaptive, plateaus_between_events
 from proofs.linear_attention.experiments import _flows as flows
 from proofs.linear_attention.experiments import _training as training
 from proofs.linear_attention.settings import RankSetting, SeparateSetting
@@ -211,3 +211,88 @@ def test_adaptive_events_latest_crossing():
     first = integrate_adaptive(f, np.array([0.0, 1.0, 0.0]), 10.0, events=ev, rtol=1e-10, atol=1e-12,
                                method="RK45")
     assert first.events[0] == pytest.approx(np.pi / 6, rel=1e-6) and first.extra["undone"] == []
+
+
+@pytest.mark.parametrize("method", ["BDF", "LSODA"])
+@pytest.mark.parametrize("rtol", [1e-3, 1e-5, 1e-7])
+def test_refine_measures_the_error(method, rtol):
+    """A run's re-solve at 10× tighter tolerances measures its error: on the logistic flow (exact
+    solution known) the differences of the event time (ln t) and of the recorded curve are
+    0.5–1.5× the run's true errors (measured: 0.8–0.9×)."""
+    y0 = 1e-6
+    t_star = math.log((1 - y0) / y0)
+    rec = np.geomspace(1e-2, 40.0, 200)
+    run = integrate_adaptive(lambda t, y: y * (1 - y), [y0], 40.0, jac=lambda t, y: np.array([[1 - 2 * y[0]]]),
+                             rtol=rtol, atol=1e-6 * rtol, events=lambda t, y: y - 0.5, record=rec, method=method)
+    ref = run.extra["refine"](10.0)
+    assert ref.rtol == pytest.approx(rtol / 10) and ref.t_end == run.t_end
+    d = compare_solutions(run, ref)
+    assert np.array_equal(d.times, rec)
+    exact = 1.0 / (1.0 + (1 - y0) / y0 * np.exp(-rec))
+    true_event = abs(math.log(run.events[0] / t_star))
+    true_curve = float(np.max(np.abs(run.y[:rec.size, 0] - exact)))
+    assert 0.5 * true_event <= d.event_error <= 1.5 * true_event
+    assert 0.5 * true_curve <= d.value_error <= 1.5 * true_curve
+
+
+def test_compare_solutions_unmatched_events():
+    """An event found by one solution only is an infinite difference; events at t = 0 in both
+    are equal."""
+    from icltheory.dynamics import AdaptiveSolution, SolverWork
+
+    def sol(ev):
+        return AdaptiveSolution(np.array([0.0, 1.0]), np.zeros((2, 1)), np.array(ev), 1.0, "t_max", SolverWork(),
+                                "BDF", 1e-6, 1e-9)
+
+    d = compare_solutions(sol([0.0, np.nan, 2.0, 3.0]), sol([0.0, 1.0, np.nan, 3.0 * math.exp(1e-3)]))
+    assert d.events[0] == 0.0 and np.isinf(d.events[1]) and np.isinf(d.events[2])
+    assert d.events[3] == pytest.approx(1e-3)
+
+
+def test_flow_accuracy_is_measured():
+    """The population flow records its measured error per row (re-solve at 10× tighter
+    tolerances), within a factor of 3 of the error against a reference at 1e-11, and counts the
+    re-solve's work; learning times of a control are unresolved when closer than the margin ×
+    that error."""
+    s = SeparateSetting.parse({"profile": "quick", "seeds": 2, "D": 3, "H": 3, "lambdas": "0.4,0.25,0.1"})
+    p0 = training.init_separate(np.random.default_rng(3), 2, s.H, 1, s.D, s.w_init)
+    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=3, settle=1.0, atol_rel=1e-3 * 1e-5, budget=1e13)
+    run = flows.separate_population_flow(s.lam, s.N, p0, rtol=1e-5, **kw)
+    acc = run.solver["accuracy"]
+    assert acc["factor"] == 10.0 and acc["check_rtol"] == pytest.approx(1e-6)
+    assert run.solver["total_work"] == pytest.approx(sum(w["work"] for w in run.solver["work"]) + acc["work"])
+    ref = flows.separate_population_flow(s.lam, s.N, p0, rtol=1e-10, check=None,
+                                         **dict(kw, atol_rel=1e-13))
+    assert "accuracy" not in ref.solver
+    true = np.max(np.abs(np.log(run.solver["events"] / ref.solver["events"])), axis=1)
+    assert np.all(np.asarray(acc["event_error"]) > true / 3) and np.all(np.asarray(acc["event_error"]) < 3 * true)
+    n = min(run.t.size, ref.t.size) - 1
+    true_loss = np.max(np.abs(run.loss[:, :n] - ref.loss[:, :n]), axis=1)
+    assert np.all(np.asarray(acc["loss_error"]) > true_loss / 3) and np.all(np.asarray(acc["loss_error"]) < 3 * true_loss)
+
+
+@pytest.mark.parametrize("cid,setting", [
+    ("linattn.separate.saddle-to-saddle", {"seeds": 1, "fs_seeds": 0}),
+    ("linattn.separate.rank", {"R": 2, "H": 2, "D": 4, "lambdas": "0.4,0.36,0.2,0.18", "seeds": 1}),
+])
+def test_planted_loose_solver_is_caught(monkeypatch, cid, setting):
+    """The adaptive integrator run at 10⁵ × the tolerances it is given (a solver less accurate
+    than the record says) leaves the claim undecided, naming the solver — not a silent holds and
+    not a refutation; at the given tolerances the same setting holds with the accuracy check
+    recorded."""
+    import icltheory.dynamics as dyn_pkg
+
+    c = get_claim(cid)
+    v = run_check(c, c.setting(dict(setting, profile="quick")))
+    assert v.verdict == "holds", v.reasons
+    acc = [ch for ch in v.checks if "solver's measured error" in ch.name]
+    assert acc and all(ch.passed for ch in acc)
+    orig = dyn_pkg.integrate_adaptive
+
+    def loose(fun, y0, t_max, **kw):
+        return orig(fun, y0, t_max, **dict(kw, rtol=kw["rtol"] * 1e5, atol=np.asarray(kw["atol"]) * 1e5))
+
+    monkeypatch.setattr(dyn_pkg, "integrate_adaptive", loose)
+    v = run_check(c, c.setting(dict(setting, profile="quick")))
+    assert v.verdict == "inconclusive", v.reasons
+    assert any("less accurate than the judges assume" in r for r in v.reasons), v.reasons

@@ -19,5 +19,7 @@ from ._adaptive import AdaptiveSolution as AdaptiveSolution
 from ._adaptive import SolverWork as SolverWork
 from ._adaptive import integrate_adaptive as integrate_adaptive
 from ._adaptive import adaptive_work as adaptive_work
+from ._adaptive import compare_solutions as compare_solutions
+from ._adaptive import RunDifference as RunDifference
 from ._plateaus import EventPlateau as EventPlateau
 from ._plateaus import plateaus_between_events as plateaus_between_events

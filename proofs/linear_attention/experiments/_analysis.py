@@ -198,12 +198,14 @@ def settled(lam, N: int, n_learn, settle: float):
 
 
 def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, steps: int, n_learn,
-                   settle: float, check_every: int, tick=None, flow: dict | None = None) -> list[dict]:
+                   settle: float, check_every: int, tick=None, flow: dict | None = None,
+                   margin: float = 10.0) -> list[dict]:
     """For every row and every pair λ_i > λ_j learned in the wrong order, re-run the row with the
     init of directions i and j swapped; returns, per row, {(i, j): the direction learned first in
-    the control (None: neither)}.  With ``flow`` (keyword arguments of
+    the control (None: neither, or not resolved)}.  With ``flow`` (keyword arguments of
     :func:`~._flows.separate_population_flow`) the controls integrate the gradient flow instead
-    of running GD."""
+    of running GD; a control whose two learning times differ by no more than ``margin`` × its
+    measured event-time error (ln t, from the flow's accuracy re-solve) is not resolved (None)."""
     out: list[dict] = [{} for _ in range(times.shape[0])]
     jobs = [(k, i, j) for k in range(times.shape[0]) for i, j in order_violations(times[k], lam)]
     if not jobs:
@@ -220,7 +222,13 @@ def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, s
         rc = training.separate_population_gd(lam, N, pc, lr=lr, steps=steps, stop=stop, check_every=check_every,
                                              tick=tick)
     tc = training.learning_times(rc.t, training.learned_fractions(rc.M, lam, N))
+    acc = rc.solver.get("accuracy") if rc.solver is not None else None
     for r, (k, i, j) in enumerate(jobs):
         ti, tj = tc[r, i], tc[r, j]
-        out[k][(i, j)] = (i if np.isfinite(ti) and not ti > tj else j if np.isfinite(tj) else None)
+        first = i if np.isfinite(ti) and not ti > tj else j if np.isfinite(tj) else None
+        if acc is not None and first is not None:
+            gap = abs(float(np.log(ti / tj))) if np.isfinite(ti) and np.isfinite(tj) else np.inf
+            if not gap > margin * acc["event_error"][r]:
+                first = None
+        out[k][(i, j)] = first
     return out

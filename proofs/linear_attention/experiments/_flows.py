@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from icltheory.core import NumericalTrouble
-from icltheory.dynamics import integrate_flow
+from icltheory.dynamics import compare_solutions, integrate_flow
 
 from . import _population as pop
 from . import _models as models
@@ -219,6 +219,46 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
     return rhs, jac, split, costs
 
 
+#: the accuracy re-solve of an adaptive flow runs at tolerances this many times tighter
+CHECK_FACTOR = 10.0
+
+
+def _loss_of(lam, N: int, H: int, R: int, B: int):
+    """y (T, B·n) of B rows of H rank-R heads ↦ each row's population loss (T, B)."""
+    lam = np.asarray(lam, float)
+    D = lam.size
+    P = H * R
+    head = np.repeat(np.arange(H), R)
+
+    def loss(y):
+        Y = np.asarray(y).reshape(y.shape[0], B, H + 2 * P * D)
+        v = Y[..., :H][..., head]
+        K = Y[..., H:H + P * D].reshape(y.shape[0], B, P, D)
+        Q = Y[..., H + P * D:].reshape(y.shape[0], B, P, D)
+        return pop.population_mse(np.einsum("tbp,tbpa,tbpc->tbac", v, K, Q), lam, N)
+
+    return loss
+
+
+def _accuracy(*, diffs, rows_of, S: int, D: int, per_decade: int, check: float) -> dict:
+    """The measured accuracy of a flow, per row, from its groups' re-solves (``diffs``: one
+    :class:`~icltheory.dynamics.RunDifference` per group, its values the per-row loss)."""
+    ev = np.zeros(S)
+    loss = np.zeros(S)
+    stopped = [""] * S
+    for gi, rows in enumerate(rows_of):
+        d, ref = diffs[gi]
+        B = len(rows)
+        ev[rows] = np.max(d.events.reshape(B, D), axis=1, initial=0.0)
+        loss[rows] = np.max(np.abs(d.values), axis=0, initial=0.0) if d.values.size else np.inf
+        for k in rows:
+            stopped[k] = ref.stopped
+    return {"factor": check, "check_rtol": float(min(ref.rtol for _, ref in diffs)),
+            "event_error": [float(x) for x in ev], "loss_error": [float(x) for x in loss],
+            "record_spacing": math.log(10.0) / per_decade, "stopped": stopped,
+            "work": float(sum(ref.work.flops for _, ref in diffs))}
+
+
 #: rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
 #: block diagonal, factorised whole) up to this many states in all: that pays while the dense
 #: factorisation stays small (Fig. 3's six rows of 45 states on LSODA: 0.7 s against 1.3 s one
@@ -228,7 +268,8 @@ _BATCH_STATES = 300
 
 def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
                              settle: float, rtol: float, atol_rel: float, budget: float,
-                             per_decade: int = 300, tick=None, method: str = "LSODA"):
+                             per_decade: int = 300, tick=None, method: str = "LSODA",
+                             check: float | None = CHECK_FACTOR):
     r"""The gradient flow $\tau\dot\theta=-\partial L_{1/2}/\partial\theta$ of ATTN_S's relevant
     block on the exact population loss, integrated adaptively
     (:func:`icltheory.dynamics.integrate_adaptive` with the analytic Jacobian of
@@ -252,7 +293,14 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     for all rows together, counted from the solver's own work; a group that exhausts it stops
     (``solver["stopped"]``).  Returns a :class:`~._training.Run` (``lr`` nan, ``steps`` the
     accepted solver steps of all groups) with ``solver`` = the method, tolerances, per-group
-    work, per-row stop reasons and event times."""
+    work, per-row stop reasons and event times.
+
+    ``check``: the run's accuracy is measured by re-solving every group over the same window (to
+    the common end) at ``check`` × tighter tolerances (:data:`CHECK_FACTOR`; ``None``: not
+    measured): ``solver["accuracy"]`` holds, per row, the largest difference of a learning time
+    (in ln t; inf where one solve learned a direction the other did not) and of the population
+    loss on the record grid, the re-solve's tolerance and work (counted in ``total_work``, and
+    against ``budget``).  The record grid's spacing in ln t is ``record_spacing``."""
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
@@ -340,9 +388,19 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
             undone[rows[c // D]].append((c % D, t_up))
         for k in rows:
             stopped[k] = sol.stopped
-    solver = {"method": method, "jacobian": "analytic", "rtol": rtol, "atol_rel": atol_rel, "t_end": float(t[-1]),
-              "groups": groups, "stopped": stopped, "work": [sol.work.as_dict() for sol in sols],
-              "total_work": spent, "events": events, "undone": undone}
+    solver = {"method": method, "jacobian": "analytic", "rtol": float(max(sol.rtol for sol in sols)),
+              "atol_rel": atol_rel, "t_end": float(t[-1]), "groups": groups, "stopped": stopped,
+              "work": [sol.work.as_dict() for sol in sols], "total_work": spent, "events": events, "undone": undone}
+    if check is not None:  # the accuracy re-solves: every group again at check × tighter tolerances
+        diffs = []
+        for gi, rows in enumerate(groups):
+            R, split = fields[gi]
+            ref = sols[gi].extra["refine"](check, max(budget - spent, 0.0))
+            spent += ref.work.flops
+            diffs.append((compare_solutions(sols[gi], ref, _loss_of(lam, N, H, R, len(rows))), ref))
+        solver["accuracy"] = _accuracy(diffs=diffs, rows_of=groups, S=S, D=D, per_decade=per_decade,
+                                       check=check)
+        solver["total_work"] = spent
     return Run(t, pop.population_mse(M, lam, N), M, final, float("nan"),
                int(sum(sol.work.steps for sol in sols)), heads=heads, solver=solver)
 
@@ -350,7 +408,7 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
 def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
                                 rtol: float, atol_rel: float, budget: float, per_decade: int = 300,
                                 method: str = "BDF", n_learn: int | None = None, settle: float = 1.0,
-                                tick=None):
+                                tick=None, check: float | None = CHECK_FACTOR):
     r"""The gradient flow of the whole ATTN_S model on the training loss of the sequences behind
     ``moments`` (the O(F²) quadratic form of :class:`~._models.QuadraticMoments`), from the
     full-model ``params`` (one seed row) to ``t_end``, adaptively (BDF; its Jacobian by SciPy's
@@ -361,7 +419,9 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
     ``t_end`` is only the horizon) — this run's own horizon, not another simulator's.  Records
     on the grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
     training loss and the relevant block M(t) (:func:`~._models.label_block`: the coefficient
-    on the label × input features), whose population loss is the run's ``loss``."""
+    on the label × input features), whose population loss is the run's ``loss``; ``check``: as in
+    :func:`separate_population_flow` (the re-solve's loss difference is the relevant block's
+    population loss)."""
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
@@ -413,5 +473,15 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
     if n_learn is not None:
         solver["events"] = np.asarray(sol.events, float).reshape(1, D)
         solver["undone"] = [list(sol.extra["undone"])]
+    if check is not None:
+        ref = sol.extra["refine"](check, max(budget - sol.work.flops, 0.0))
+
+        def pop_loss(y):
+            return pop.population_mse(label_block(np.array([model.theta(unpack(x))[0] for x in y]), D), lam, N)[:, None]
+
+        diff = compare_solutions(sol, ref, pop_loss)
+        solver["accuracy"] = _accuracy(diffs=[(diff, ref)], rows_of=[[0]], S=1, D=D if n_learn is not None else 0,
+                                       per_decade=per_decade, check=check)
+        solver["total_work"] = sol.work.flops + ref.work.flops
     return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
                train_loss=train, solver=solver)
