@@ -11,7 +11,7 @@ from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_
 from icltheory.dynamics import adaptive_work
 
 from ..settings import RankSetting, SeparateSetting, typical_scale
-from ._common import ARXIV, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
+from ._common import ARXIV, SOLVER_MARGIN, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
 from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, MOMENTS_N_PLUS_1
 
 theory = lazy_module("proofs.linear_attention.theory")
@@ -96,13 +96,6 @@ def _simulator_ok(ctx, s, ra, label: str = "simulator (a)", *, drops) -> tuple[b
         ctx.inconclusive(why_not)
         return False, True
     return True, ra.steps >= s.steps
-
-
-#: a flow's measured error (the difference to its re-solve at 10× tighter tolerances) must be at
-#: least this many times below the resolution the judges read the run at: the difference
-#: estimates the error only to within a factor of a few (it assumes the error shrinks with the
-#: tolerance; measured on Figs. 3 and 4 it falls 8–10× per decade of rtol)
-SOLVER_MARGIN = 10.0
 
 
 def _finite(xs) -> list:
