@@ -23,3 +23,6 @@ from ._adaptive import compare_solutions as compare_solutions
 from ._adaptive import RunDifference as RunDifference
 from ._plateaus import EventPlateau as EventPlateau
 from ._plateaus import plateaus_between_events as plateaus_between_events
+from ._batched import integrate_batch as integrate_batch
+from ._batched import BatchRun as BatchRun
+from ._batched import DenseNewton as DenseNewton

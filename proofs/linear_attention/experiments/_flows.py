@@ -223,6 +223,166 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
 CHECK_FACTOR = 10.0
 
 
+def _inverses(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Batched inverses of A (..., k, k) and which exist (a singular one is left as the identity)."""
+    try:
+        return np.linalg.inv(A), np.ones(A.shape[0], bool)
+    except np.linalg.LinAlgError:
+        out = np.broadcast_to(np.eye(A.shape[-1]), A.shape).copy()
+        ok = np.ones(A.shape[0], bool)
+        for i in range(A.shape[0]):
+            try:
+                out[i] = np.linalg.inv(A[i])
+            except np.linalg.LinAlgError:
+                ok[i] = False
+        return out, ok
+
+
+class SeparateHeadsNewton:
+    r"""The iteration matrices $I-cJ$ of rows of :func:`separate_head_field`'s flow (all rows of
+    H heads of rank R, zero-padded pieces allowed), factorised by their structure.  With
+    $E$ held fixed the field is linear in each piece: $J$ couples $(K_p,Q_p)$ by
+    $v_h\begin{psmallmatrix}0&E\\E^\top&0\end{psmallmatrix}$ (one $2D\times2D$ block per head),
+    couples $v_h$ with its pieces through $g_p=(EQ_p,E^\top K_p)$ (rank 2 per head), and adds the
+    Gauss–Newton term $-A\,\mathrm{diag}(w)A^\top$, $A=\partial M/\partial y$ (rank ≤ D²).  So
+    $I-cJ=B_0+UCU^\top$ with $B_0$ block diagonal and $U$ of $m=2H+D^2$ columns, and
+    $(B_0+UCU^\top)^{-1}=B_0^{-1}-B_0^{-1}U(I+CU^\top B_0^{-1}U)^{-1}CU^\top B_0^{-1}$ (Woodbury).
+    $U^\top B_0^{-1}U$ is assembled from each head's Gram matrices ($\sum_pK_pQ_p^\top$,
+    $\sum_pK_pK_p^\top$, $\sum_pQ_pQ_p^\top$) and block inverse, never from $A$ itself: a
+    factorisation costs $O(HD^4+m^3)$ and a solve $O(HRD^2+m^2)$ per row, against $O(n^3)$ and
+    $O(n^2)$ dense ($n=H+2HRD$)."""
+
+    def __init__(self, lam, N: int, H: int, R: int, rows: int):
+        lam = np.asarray(lam, float)
+        D = lam.size
+        self.H, self.Rmax, self.D = H, R, D
+        self.W = np.diag(pop.beta_second_moment(lam, N))[:, None] * lam[None, :]
+        self.w = self.W.ravel()
+        self.L2 = np.diag(lam**2)
+        m = 2 * H + D * D
+        self.m = m
+        self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, H, D, D)),
+                      np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, D)),
+                      np.zeros((rows, H, R, D)))
+        self.select(np.arange(rows))
+        n = H + 2 * H * R * D
+        #: flop-equivalents per row: a factorisation (block inverses, Gram assembly, the m×m
+        #: inverse) and a solve (block solves, the low-rank correction)
+        self.factor_cost = 2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3 + 8.0 * n * D
+        self.solve_cost = 4.0 * H * R * (2 * D) ** 2 + 8.0 * n * D + 2.0 * m * m
+
+    def rank_of(self, width: int) -> int:
+        """The rank R of a state of ``width`` columns (H + 2HRD)."""
+        return (width - self.H) // (2 * self.H * self.D)
+
+    def columns(self, R: int) -> np.ndarray:
+        """The columns of the full (rank-Rmax) state that a rank-R state keeps: v, then the
+        pieces r < R of every head's K, then of Q."""
+        H, Rm, D = self.H, self.Rmax, self.D
+        piece = (np.arange(H)[:, None, None] * Rm + np.arange(R)[None, :, None]) * D + np.arange(D)[None, None, :]
+        return np.concatenate([np.arange(H), H + piece.ravel(), H + H * Rm * D + piece.ravel()])
+
+    def split(self, y):
+        """(v (r, H), K (r, H·R, D), Q (r, H·R, D)) of states of rank R = :meth:`rank_of`."""
+        H, D = self.H, self.D
+        PD = (y.shape[1] - H) // 2
+        return y[:, :H], y[:, H:H + PD].reshape(y.shape[0], -1, D), y[:, H + PD:].reshape(y.shape[0], -1, D)
+
+    def head(self, R: int) -> np.ndarray:
+        return np.repeat(np.arange(self.H), R)
+
+    def select(self, rows, cols=None) -> None:
+        """The working rows of the next factorisations and solves, on the columns ``cols`` of a
+        rank-R state (None: rank Rmax)."""
+        self.rows = rows
+        self.R = self.Rmax if cols is None else self.rank_of(len(cols))
+        Ginv, g, Nh, F, v, K, Q = (a[rows] for a in self._full)
+        R = self.R
+        self._work = (Ginv, g[:, :, :R].copy(), Nh, F, v, K[:, :, :R].copy(), Q[:, :, :R].copy())
+
+    def factor(self, pos, _t, y, c) -> np.ndarray:
+        """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
+        H, R, D = self.H, self.R, self.D
+        r = pos.size
+        v, K, Q = self.split(y)
+        vr = v[:, self.head(R)]
+        M = np.swapaxes(vr[:, :, None] * K, 1, 2) @ Q
+        E = self.L2 - self.W * M
+        A = (c[:, None] * v)[:, :, None, None] * E[:, None]
+        G = np.zeros((r, H, 2 * D, 2 * D))
+        G[..., :D, D:] = -A
+        G[..., D:, :D] = -np.swapaxes(A, -1, -2)
+        G += np.eye(2 * D)
+        Ginv, ok = _inverses(G.reshape(r * H, 2 * D, 2 * D))
+        Ginv = Ginv.reshape(r, H, 2 * D, 2 * D)
+        ok = ok.reshape(r, H).all(1)
+        X, Y, Z = Ginv[..., :D, :D], Ginv[..., :D, D:], Ginv[..., D:, D:]
+        g = np.concatenate([Q @ np.swapaxes(E, 1, 2), K @ E], axis=-1)  # (EQ_p, EᵀK_p)
+        Kh, Qh = K.reshape(r, H, R, D), Q.reshape(r, H, R, D)
+        xg = (Ginv @ np.swapaxes(g.reshape(r, H, R, 2 * D), -1, -2))  # (r, H, 2D, R)
+        Nh = np.swapaxes(Kh, -1, -2) @ Qh
+        SK = np.swapaxes(Kh, -1, -2) @ Kh
+        SQ = np.swapaxes(Qh, -1, -2) @ Qh
+        m, D2 = self.m, D * D
+        S = np.zeros((r, m, m))
+        S[:, np.arange(H), np.arange(H)] = 1.0
+        Nf = Nh.reshape(r, H, D2)
+        S[:, :H, 2 * H:] = Nf
+        S[:, 2 * H:, :H] = np.swapaxes(Nf, 1, 2)
+        gg = np.einsum("rhsi,rhis->rh", g.reshape(r, H, R, 2 * D), xg)
+        S[:, H + np.arange(H), H + np.arange(H)] = gg
+        gA = v[:, :, None, None] * (xg[:, :, :D, :] @ Qh + np.swapaxes(Kh, -1, -2) @ np.swapaxes(xg[:, :, D:, :], -1, -2))
+        S[:, H:2 * H, 2 * H:] = gA.reshape(r, H, D2)
+        S[:, 2 * H:, H:2 * H] = np.swapaxes(gA.reshape(r, H, D2), 1, 2)
+        v2 = (v * v)[:, :, None]
+        # Σ_h v_h² (X_h[a,c] SQ_h[b,d] + SK_h[a,c] Z_h[b,d]) and Σ_h v_h² Y_h[a,d] N_h[c,b], at [(a,b),(c,d)]
+        T = (np.swapaxes(np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1), 1, 2)
+             @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
+        T = T.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4)
+        Ty = (np.swapaxes(v2 * Y.reshape(r, H, D2), 1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
+        T = (T + Ty + Ty.transpose(0, 3, 4, 1, 2)).reshape(r, D2, D2)
+        S[:, 2 * H:, 2 * H:] = np.swapaxes(Nf, 1, 2) @ Nf + T
+        # C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w)); F = (I + C S)⁻¹ C
+        cdiag = np.concatenate([np.ones((r, 2 * H)), self.w[None] * np.ones((r, 1))], 1) * c[:, None]
+        CS = np.concatenate([-S[:, H:2 * H], -S[:, :H], S[:, 2 * H:]], 1) * cdiag[:, :, None]
+        inv, ok2 = _inverses(np.eye(m) + CS)
+        F = np.concatenate([-inv[:, :, H:2 * H], -inv[:, :, :H], inv[:, :, 2 * H:]], 2) * cdiag[:, None, :]
+        rows = self.rows[pos]
+        for i, (full, work, new) in enumerate(zip(self._full, self._work, (Ginv, g, Nh, F, v, K, Q))):
+            new = new.reshape((r,) + work.shape[1:])
+            if i in (1, 5, 6):
+                full[rows, :, :R] = new
+            else:
+                full[rows] = new
+            work[pos] = new
+        return ok & ok2
+
+    def solve(self, rhs):
+        """Solve with every working row's factorisation."""
+        H, R, D = self.H, self.R, self.D
+        P = H * R
+        Ginv, g, Nh, F, v, K, Q = self._work
+        g, K, Q = g.reshape(-1, P, 2 * D), K.reshape(-1, P, D), Q.reshape(-1, P, D)
+        r = rhs.shape[0]
+        head = self.head(R)
+        vr = v[:, head]
+        rv = rhs[:, :H]
+        rp = np.concatenate([rhs[:, H:H + P * D].reshape(r, H, R, D), rhs[:, H + P * D:].reshape(r, H, R, D)], -1)
+        yp = (Ginv @ np.swapaxes(rp, -1, -2))  # (r, H, 2D, R)
+        ypt = np.swapaxes(yp, -1, -2).reshape(r, P, 2 * D)
+        s_g = np.einsum("rpi,rpi->rp", g, ypt).reshape(r, H, R).sum(-1)
+        Kv = vr[:, :, None] * K
+        s_A = (np.einsum("rh,rhab->rab", rv, Nh) + np.swapaxes(vr[:, :, None] * ypt[..., :D], 1, 2) @ Q
+               + np.swapaxes(Kv, 1, 2) @ ypt[..., D:])
+        z = np.einsum("rij,rj->ri", F, np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1))
+        Zm = z[:, 2 * H:].reshape(r, D, D)
+        w_v = z[:, :H] + np.einsum("rhab,rab->rh", Nh, Zm)
+        zg = z[:, H:2 * H][:, head, None]
+        wp = zg * g + np.concatenate([vr[:, :, None] * (Q @ np.swapaxes(Zm, 1, 2)), Kv @ Zm], -1)
+        xp = ypt - np.swapaxes(Ginv @ np.swapaxes(wp.reshape(r, H, R, 2 * D), -1, -2), -1, -2).reshape(r, P, 2 * D)
+        return np.concatenate([rv - w_v, xp[..., :D].reshape(r, P * D), xp[..., D:].reshape(r, P * D)], 1)
+
+
 def _loss_of(lam, N: int, H: int, R: int, B: int):
     """y (T, B·n) of B rows of H rank-R heads ↦ each row's population loss (T, B)."""
     lam = np.asarray(lam, float)
@@ -240,23 +400,34 @@ def _loss_of(lam, N: int, H: int, R: int, B: int):
     return loss
 
 
-def _accuracy(*, diffs, rows_of, S: int, D: int, per_decade: int, check: float) -> dict:
+def _accuracy(*, diffs, rows_of, S: int, D: int, per_decade: int, check: float, n_rec: int) -> dict:
     """The measured accuracy of a flow, per row, from its groups' re-solves (``diffs``: one
-    :class:`~icltheory.dynamics.RunDifference` per group, its values the per-row loss)."""
+    :class:`~icltheory.dynamics.RunDifference` per group, its values the per-row loss) on the
+    run's first ``n_rec`` record times (a record the re-solve did not reach: nan)."""
     ev = np.zeros(S)
-    loss = np.zeros(S)
+    delta = np.full((S, n_rec), np.nan)
     stopped = [""] * S
     for gi, rows in enumerate(rows_of):
         d, ref = diffs[gi]
         B = len(rows)
         ev[rows] = np.max(d.events.reshape(B, D), axis=1, initial=0.0)
-        loss[rows] = np.max(np.abs(d.values), axis=0, initial=0.0) if d.values.size else np.inf
+        m = min(n_rec, d.values.shape[0])
+        delta[rows, :m] = np.asarray(d.values[:m]).reshape(m, B).T
         for k in rows:
             stopped[k] = ref.stopped
-    return {"factor": check, "check_rtol": float(min(ref.rtol for _, ref in diffs)),
-            "event_error": [float(x) for x in ev], "loss_error": [float(x) for x in loss],
-            "record_spacing": math.log(10.0) / per_decade, "stopped": stopped,
-            "work": float(sum(ref.work.flops for _, ref in diffs))}
+    return _accuracy_record(check, min(ref.rtol for _, ref in diffs), ev, delta, per_decade, stopped,
+                            float(sum(ref.work.flops for _, ref in diffs)))
+
+
+def _accuracy_record(check: float, check_rtol: float, ev, delta, per_decade: int, stopped, work) -> dict:
+    """``solver["accuracy"]``: per row the largest learning-time difference (ln t) and loss
+    difference, the loss differences on the record grid (``loss_delta`` (rows, times), nan where
+    the re-solve has no record), the record grid's spacing in ln t."""
+    with np.errstate(invalid="ignore"):
+        lmax = np.where(np.any(np.isnan(delta), axis=1), np.inf, np.max(np.abs(np.nan_to_num(delta)), axis=1, initial=0.0))
+    return {"factor": check, "check_rtol": float(check_rtol), "event_error": [float(x) for x in ev],
+            "loss_error": [float(x) for x in lmax], "loss_delta": delta,
+            "record_spacing": math.log(10.0) / per_decade, "stopped": list(stopped), "work": work}
 
 
 #: rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
@@ -268,39 +439,177 @@ _BATCH_STATES = 300
 
 def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
                              settle: float, rtol: float, atol_rel: float, budget: float,
-                             per_decade: int = 300, tick=None, method: str = "LSODA",
+                             per_decade: int = 300, tick=None, method: str = "NDF",
                              check: float | None = CHECK_FACTOR):
     r"""The gradient flow $\tau\dot\theta=-\partial L_{1/2}/\partial\theta$ of ATTN_S's relevant
-    block on the exact population loss, integrated adaptively
-    (:func:`icltheory.dynamics.integrate_adaptive` with the analytic Jacobian of
-    :func:`separate_head_field`) until every row has learned its ``n_learn`` directions and gone
-    on ``settle`` × its last learning time (or ``t_max``); then every group is continued to the
-    latest such time, so the rows share one record grid: 0 and ``per_decade`` points per decade
-    from ``t_first``.  A direction's *learning time* (its learned fraction M_dd/m*_d crossing ½:
-    a plateau's exit) is an event located on the solver's dense output; a direction that falls
-    back below ½ (a head moved on to another direction) loses it until it crosses again
-    (``solver["undone"]``: per row, the (direction, time) crossings undone).
+    block on the exact population loss, integrated adaptively until every row has learned its
+    ``n_learn`` directions and gone on ``settle`` × its last learning time (or ``t_max``); then
+    every row is continued to the latest such time, so the rows share one record grid: 0 and
+    ``per_decade`` points per decade from ``t_first``.  A direction's *learning time* (its
+    learned fraction M_dd/m*_d crossing ½: a plateau's exit) is an event located on the solver's
+    dense output; a direction that falls back below ½ (a head moved on to another direction)
+    loses it until it crosses again (``solver["undone"]``: per row, the (direction, time)
+    crossings undone).
 
-    Rows of the same rank share one solver while they fit in :data:`_BATCH_STATES` states.
-    ``method``: ``"LSODA"`` (default: Adams steps while the flow is not stiff — on the plateaus
-    and the drops — and BDF steps with the analytic Jacobian in the wells, switched by the
-    solver's own stiffness detection; 2–3× faster than BDF alone on these flows,
-    ``benchmarks/bench_adaptive.py``) or ``"BDF"`` (SciPy's, the tests' independent
-    cross-check).  LSODA's solvers are resumed after others ran: SciPy ≥ 1.17 (earlier versions
-    hold one LSODA problem at a time).
+    ``method``: ``"NDF"`` (default: :func:`icltheory.dynamics.integrate_batch`, every row — and
+    every row's accuracy re-solve — with its own adaptive NDF in one lockstep batch, rows of
+    smaller rank zero-padded, the iteration matrices factorised by their structure,
+    :class:`SeparateHeadsNewton`), or ``"LSODA"`` / ``"BDF"`` (SciPy's, one solver per group of
+    rows of one rank with the dense analytic Jacobian of :func:`separate_head_field`: the tests'
+    independent cross-checks).
 
-    ``atol`` is ``atol_rel`` × the rms initial weight of the group.  ``budget``: flop-equivalents
-    for all rows together, counted from the solver's own work; a group that exhausts it stops
-    (``solver["stopped"]``).  Returns a :class:`~._training.Run` (``lr`` nan, ``steps`` the
-    accepted solver steps of all groups) with ``solver`` = the method, tolerances, per-group
-    work, per-row stop reasons and event times.
+    ``atol`` is ``atol_rel`` × the rms initial weight (per row; per group with SciPy).
+    ``budget``: flop-equivalents for all rows together, counted from the solver's own work; a
+    run that exhausts it stops (``solver["stopped"]``).  Returns a :class:`~._training.Run`
+    (``lr`` nan, ``steps`` the accepted solver steps of all rows) with ``solver`` = the method,
+    tolerances, work, per-row stop reasons and event times.
 
-    ``check``: the run's accuracy is measured by re-solving every group over the same window (to
+    ``check``: the run's accuracy is measured by re-solving every row over the same window (to
     the common end) at ``check`` × tighter tolerances (:data:`CHECK_FACTOR`; ``None``: not
     measured): ``solver["accuracy"]`` holds, per row, the largest difference of a learning time
     (in ln t; inf where one solve learned a direction the other did not) and of the population
-    loss on the record grid, the re-solve's tolerance and work (counted in ``total_work``, and
-    against ``budget``).  The record grid's spacing in ln t is ``record_spacing``."""
+    loss on the record grid, and the re-solve's tolerance; its work is counted in
+    ``total_work`` and against ``budget``.  The record grid's spacing in ln t is
+    ``record_spacing``."""
+    if method != "NDF":
+        return _scipy_population_flow(lam, N, params, t_max=t_max, t_first=t_first, n_learn=n_learn, settle=settle,
+                                      rtol=rtol, atol_rel=atol_rel, budget=budget, per_decade=per_decade, tick=tick,
+                                      method=method, check=check)
+    from icltheory.dynamics import integrate_batch
+
+    from . import _training as training
+    from ._training import Run
+
+    lam = np.asarray(lam, float)
+    D = lam.size
+    v0 = np.asarray(params["r"][:, :, 0], float)
+    S, H = v0.shape
+    K0 = np.asarray(params["K"], float)
+    Q0 = np.asarray(params["Q"], float)
+    n_learn = np.broadcast_to(np.asarray(n_learn), (S,))
+    ranks = np.array([int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))),
+                                 initial=0)) + 1 for k in range(S)])
+    R = int(ranks.max())
+    P = H * R
+    y0 = np.concatenate([v0, K0[:, :, :R].reshape(S, -1), Q0[:, :, :R].reshape(S, -1)], axis=1)
+    sizes = H + 2 * H * ranks * D
+    rms = np.sqrt(np.sum(y0 * y0, axis=1) / sizes)
+    rms = np.where(rms > 0, rms, 1.0)
+    nb = 2 * S if check is not None else S
+    Y0 = np.concatenate([y0, y0]) if check is not None else y0
+    tol = np.concatenate([np.full(S, rtol), np.full(S, rtol / check)]) if check is not None else np.full(S, rtol)
+    atol = np.concatenate([rms, rms])[:nb] * atol_rel * tol / rtol
+    field = SeparateHeadsNewton(lam, N, H, R, nb)
+    W, L2 = field.W, field.L2
+    heads_of = {r: field.head(r) for r in range(1, R + 1)}
+    opt = np.diagonal(pop.population_optimum(lam, N))
+
+    def parts(y):
+        v, K, Q = field.split(y)
+        vr = v[:, heads_of[K.shape[1] // H]]
+        return v, K, Q, vr, np.swapaxes(vr[:, :, None] * K, 1, 2) @ Q
+
+    def fun(_t, y):
+        v, K, Q, vr, M = parts(y)
+        E = L2 - W * M
+        KE = K @ E
+        QEt = Q @ np.swapaxes(E, 1, 2)
+        gv = (KE * Q).sum(-1).reshape(-1, H, K.shape[1] // H).sum(-1)
+        return np.concatenate([gv, (vr[:, :, None] * QEt).reshape(y.shape[0], -1),
+                               (vr[:, :, None] * KE).reshape(y.shape[0], -1)], axis=1)
+
+    ties = training.tied_eigenspaces(lam)
+
+    def events(y):
+        M = parts(y)[4]
+        if ties:
+            return training.learned_fractions(M, lam, N) - 0.5
+        return np.diagonal(M, axis1=1, axis2=2) / opt - 0.5
+
+    def observe(y):
+        v, K, Q, vr, M = parts(y)
+        heads = (vr[:, :, None] * K * Q).reshape(-1, H, K.shape[1] // H, D).sum(2)
+        return np.concatenate([M.reshape(-1, D * D), heads.reshape(-1, H * D)], axis=1)
+
+    row_rank = np.concatenate([ranks, ranks])[:nb]
+
+    def layout(rows):  # the pieces the rows' highest rank uses (the others are zero in all of them)
+        return field.columns(int(row_rank[rows].max()))
+
+    # each main row runs until it has learned its directions and gone on settle × its last learning
+    # time (its bound — and its re-solve's — is set to that time once they are learned, and lifted
+    # again if one is undone); when every main row has stopped so (or reached t_max), every row —
+    # the accuracy re-solves included — is continued to the latest such time T
+    bound = np.full(nb, float(t_max))
+    t_now = np.zeros(nb)
+    released = [False]
+    by_rule = np.zeros(S, bool)
+
+    def control(rows, t, ev):
+        t_now[rows] = t
+        if released[0]:
+            return False
+        main = rows < S
+        if not main.any():
+            return False
+        k, e, tm = rows[main], ev[main], t[main]
+        done = np.isfinite(e)
+        by_rule[k] = done.sum(1) >= n_learn[k]
+        last = np.max(np.where(done, e, 0.0), axis=1)
+        bound[k] = np.where(by_rule[k], np.maximum(tm, (1.0 + settle) * last), float(t_max))
+        bound[S:] = bound[:nb - S]
+        if np.all(t_now[:S] >= bound[:S]):
+            released[0] = True
+            bound[:] = float(np.max(t_now[:S]))
+        return True
+
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_max, max(2, int(math.ceil(per_decade * math.log10(t_max / t_first))) + 1))])
+    run = integrate_batch(fun, Y0, newton=field, t_bound=bound, rtol=tol, atol=atol, first_step=min(t_first, t_max),
+                          sizes=np.concatenate([sizes, sizes])[:nb], record=grid, observe=observe, events=events,
+                          control=control, layout=layout, fun_cost=8.0 * P * D * D, budget=budget, latest=True,
+                          tick=tick, what="population gradient flow")
+    T = float(np.max(run.t_end[:S]))
+    n_rec = int(np.searchsorted(grid, T, side="right"))
+    n_rec = min([n_rec] + [int(np.sum(np.isfinite(run.obs[k, :, 0]))) for k in range(S)])
+    t = grid[:n_rec]
+    obs = run.obs[:S, :n_rec]
+    M = obs[..., :D * D].reshape(S, n_rec, D, D)
+    heads = obs[..., D * D:].reshape(S, n_rec, H, D)
+    v, K, Q = field.split(run.y[:S])
+    Rmax = K0.shape[2]
+    final = {"r": v[:, :, None].copy(), "K": np.zeros((S, H, Rmax, D)), "Q": np.zeros((S, H, Rmax, D))}
+    final["K"][:, :, :R] = K.reshape(S, H, R, D)
+    final["Q"][:, :, :R] = Q.reshape(S, H, R, D)
+    short = run.budget_hit & (run.t_end < bound)  # rows the budget stopped before their end
+    stopped = ["budget" if short[k] or (run.budget_hit and not released[0]) else "stop" if by_rule[k] else "t_max"
+               for k in range(S)]
+    loss = pop.population_mse(M, lam, N)
+    solver = {"method": "NDF", "jacobian": "analytic (structured: per-head blocks + rank 2H + D²)",
+              "rtol": float(run.rtol[0]), "atol_rel": atol_rel, "t_end": float(t[-1]), "rows": nb,
+              "stopped": stopped, "work": [run.work.as_dict()], "total_work": run.work.flops,
+              "events": run.events[:S].copy(), "undone": [list(u) for u in run.undone[:S]],
+              "steps": [int(x) for x in run.work.steps]}
+    if check is not None:
+        ev_a, ev_b = run.events[:S], np.where(run.events[S:] <= T, run.events[S:], np.nan)
+        fa, fb = np.isfinite(ev_a), np.isfinite(ev_b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            de = np.where(fa & fb, np.abs(np.log(ev_a) - np.log(ev_b)), np.where(fa != fb, np.inf, 0.0))
+        de = np.where(fa & fb & (ev_a == ev_b), 0.0, de)
+        Mb = run.obs[S:, :n_rec, :D * D].reshape(S, n_rec, D, D)
+        with np.errstate(invalid="ignore"):
+            delta = loss - pop.population_mse(Mb, lam, N)
+        solver["accuracy"] = _accuracy_record(
+            check, rtol / check, np.max(de, axis=1, initial=0.0), delta, per_decade,
+            ["budget" if short[S + k] or (run.budget_hit and not released[0]) else "bound" for k in range(S)], None)
+    return Run(t, loss, M, final, float("nan"), int(run.work.steps[:S].sum()), heads=heads, solver=solver)
+
+
+def _scipy_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
+                           settle: float, rtol: float, atol_rel: float, budget: float,
+                           per_decade: int = 300, tick=None, method: str = "LSODA",
+                           check: float | None = CHECK_FACTOR):
+    """:func:`separate_population_flow` with one SciPy solver (LSODA or BDF) per group of rows."""
+
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
@@ -399,29 +708,169 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
             spent += ref.work.flops
             diffs.append((compare_solutions(sols[gi], ref, _loss_of(lam, N, H, R, len(rows))), ref))
         solver["accuracy"] = _accuracy(diffs=diffs, rows_of=groups, S=S, D=D, per_decade=per_decade,
-                                       check=check)
+                                       check=check, n_rec=n_rec)
         solver["total_work"] = spent
     return Run(t, pop.population_mse(M, lam, N), M, final, float("nan"),
                int(sum(sol.work.steps for sol in sols)), heads=heads, solver=solver)
 
 
+def finite_sample_field(moments, H: int, R: int):
+    r"""The gradient flow of the whole ATTN_S model (:class:`~._models.SeparateHeads`, H heads of
+    rank R) on the quadratic form ``moments``, for rows of parameter vectors (r (H, A), K (H, R,
+    B), Q (H, R, D) concatenated): (fun, theta, unpack) — ``fun(t, y)`` = −∂L_{1/2}/∂params (the
+    model's pullback of CΘ − g, in batched matrix products), ``theta(y)`` the rows' Θ, ``unpack(y)``
+    the parameter dict."""
+    A_, B_, D = moments.A, moments.B, moments.D
+    shapes = [(H, A_), (H, R, B_), (H, R, D)]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    C, gvec = moments.on()
+
+    def unpack(y):
+        out, k0 = {}, 0
+        for name, sh, m in zip(("r", "K", "Q"), shapes, sizes):
+            out[name] = y[:, k0:k0 + m].reshape((-1,) + sh)
+            k0 += m
+        return out
+
+    def heads(y):
+        p = unpack(y)
+        KQ = np.swapaxes(p["K"], -1, -2) @ p["Q"]  # (r, H, B, D): K_iᵀQ_i
+        theta = (np.swapaxes(p["r"], 1, 2) @ KQ.reshape(y.shape[0], H, -1)).reshape(y.shape[0], -1)
+        return p, KQ, theta
+
+    def fun(_t, y):
+        p, KQ, theta = heads(y)
+        r = y.shape[0]
+        Gt = (theta @ C - gvec).reshape(r, A_, -1)  # ∂L/∂Θ as (A, B·D)
+        g_r = KQ.reshape(r, H, -1) @ np.swapaxes(Gt, 1, 2)  # (r, H, A)
+        Gr = (p["r"] @ Gt).reshape(r, H, B_, D)  # ∂L/∂(K_iᵀQ_i)
+        g_K = p["Q"] @ np.swapaxes(Gr, -1, -2)
+        g_Q = p["K"] @ Gr
+        return -np.concatenate([g_r.reshape(r, -1), g_K.reshape(r, -1), g_Q.reshape(r, -1)], axis=1)
+
+    return fun, (lambda y: heads(y)[2]), unpack
+
+
 def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
                                 rtol: float, atol_rel: float, budget: float, per_decade: int = 300,
-                                method: str = "BDF", n_learn: int | None = None, settle: float = 1.0,
+                                method: str = "NDF", n_learn: int | None = None, settle: float = 1.0,
                                 tick=None, check: float | None = CHECK_FACTOR):
     r"""The gradient flow of the whole ATTN_S model on the training loss of the sequences behind
     ``moments`` (the O(F²) quadratic form of :class:`~._models.QuadraticMoments`), from the
-    full-model ``params`` (one seed row) to ``t_end``, adaptively (BDF; its Jacobian by SciPy's
-    finite differences: n evaluations of an O(F²) field, n = H(D+1)(1+R)+HRD).  With
-    ``n_learn``: each direction's learning time (learned fraction of the relevant block M
+    full-model ``params`` (one seed row) to ``t_end``, adaptively: ``method`` ``"NDF"``
+    (default: :func:`icltheory.dynamics.integrate_batch`, the run and its accuracy re-solve in
+    one lockstep batch, the Jacobian by finite differences of the batched field: n evaluations
+    of an O(F²) field, n = H(D+1)(1+R)+HRD) or ``"BDF"`` (SciPy's, its own finite differences).
+    With ``n_learn``: each direction's learning time (learned fraction of the relevant block M
     crossing ½) is an event, and the run stops once ``n_learn`` directions are learned and it
     has gone on ``settle`` × the last learning time (``solver["stopped"]`` is then ``"stop"``;
     ``t_end`` is only the horizon) — this run's own horizon, not another simulator's.  Records
-    on the grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
-    training loss and the relevant block M(t) (:func:`~._models.label_block`: the coefficient
-    on the label × input features), whose population loss is the run's ``loss``; ``check``: as in
-    :func:`separate_population_flow` (the re-solve's loss difference is the relevant block's
-    population loss)."""
+    on the grid of :func:`separate_population_flow` and at its end; returns a
+    :class:`~._training.Run` with the training loss and the relevant block M(t)
+    (:func:`~._models.label_block`: the coefficient on the label × input features), whose
+    population loss is the run's ``loss``; ``check``: as in :func:`separate_population_flow`
+    (the re-solve's loss difference is the relevant block's population loss)."""
+    if method != "NDF":
+        return _scipy_finite_sample_flow(moments, params, lam, N, H=H, t_end=t_end, t_first=t_first, rtol=rtol,
+                                         atol_rel=atol_rel, budget=budget, per_decade=per_decade, method=method,
+                                         n_learn=n_learn, settle=settle, tick=tick, check=check)
+    from icltheory.dynamics import DenseNewton, integrate_batch
+
+    from . import _training as training
+    from ._models import label_block
+    from ._training import Run
+
+    names = ("r", "K", "Q")
+    Cg = moments.on()
+    D = moments.D
+    F = moments.C.shape[0]
+    fun, theta_of, unpack = finite_sample_field(moments, H, params["K"].shape[2])
+    y0 = np.concatenate([np.asarray(params[k], float)[0].ravel() for k in names])
+    n = y0.size
+    scale = float(np.sqrt(np.mean(y0[y0 != 0] ** 2))) if np.any(y0 != 0) else 1.0
+
+    def jac(t, y):
+        """Forward differences of the batched field, one perturbed state per coordinate."""
+        r = y.shape[0]
+        hstep = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(y), scale)  # (r, n)
+        Y = np.repeat(y[:, None, :], n + 1, axis=1)
+        idx = np.arange(n)
+        Y[:, idx + 1, idx] += hstep
+        f = fun(None, Y.reshape(r * (n + 1), n)).reshape(r, n + 1, n)
+        return np.swapaxes((f[:, 1:] - f[:, :1]) / hstep[:, :, None], 1, 2)
+
+    events = None
+    if n_learn is not None:
+        def events(y):
+            return training.learned_fractions(label_block(theta_of(y), D), lam, N) - 0.5
+
+    def observe(y):
+        th = theta_of(y)
+        return np.concatenate([th, np.asarray(moments.mse(th, Cg=Cg))[:, None]], axis=1)
+
+    nb = 2 if check is not None else 1
+    tol = np.array([rtol, rtol / check])[:nb] if check is not None else np.array([rtol])
+    bound = np.full(nb, float(t_end))
+    t_now = np.zeros(nb)
+    by_rule = [False]
+
+    def control(rows, t, ev):
+        t_now[rows] = t
+        if n_learn is None or by_rule[0] or rows[0] != 0:
+            return False
+        done = np.isfinite(ev[0])
+        if done.sum() < n_learn:
+            bound[0] = float(t_end)
+            return True
+        bound[0] = max(float(t[0]), (1.0 + settle) * float(np.max(ev[0][done])))
+        if t[0] >= bound[0]:
+            by_rule[0] = True
+            bound[1:] = bound[0]
+        return True
+
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
+    run = integrate_batch(fun, np.repeat(y0[None], nb, axis=0), newton=DenseNewton(jac, nb, n, jac_cost=(n + 1) * 4.0 * F * F),
+                          t_bound=bound, rtol=tol, atol=atol_rel * scale * tol / rtol, first_step=min(t_first, t_end),
+                          record=grid, observe=observe, events=events, control=control, fun_cost=4.0 * F * F,
+                          budget=budget, latest=True, tick=tick, what="finite-sample gradient flow")
+    T = float(run.t_end[0])
+    n_rec = int(np.searchsorted(grid, T, side="right"))
+    t = grid[:n_rec]
+    end = observe(run.y)
+    obs = run.obs[:, :n_rec]
+    if t[-1] < T:
+        t = np.concatenate([t, [T]])
+        obs = np.concatenate([obs, end[:, None]], axis=1)
+    thetas = obs[0, :, :F]
+    M = label_block(thetas, D)[None]
+    train = obs[0, :, F][None]
+    final = {k: v for k, v in unpack(run.y[:1]).items()}
+    stopped = "budget" if run.budget_hit and run.t_end[0] < bound[0] else "stop" if by_rule[0] else "t_max"
+    loss = pop.population_mse(M, lam, N)
+    solver = {"method": "NDF", "rtol": float(rtol), "atol_rel": atol_rel, "t_end": T, "stopped": [stopped],
+              "work": [run.work.as_dict()], "total_work": run.work.flops,
+              "jacobian": "finite differences (batched)"}
+    if n_learn is not None:
+        solver["events"] = run.events[:1].copy()
+        solver["undone"] = [list(run.undone[0])]
+    if check is not None:
+        ea, eb = run.events[0], np.where(run.events[1] <= T, run.events[1], np.nan)
+        fa, fb = np.isfinite(ea), np.isfinite(eb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            de = np.where(fa & fb, np.abs(np.log(ea) - np.log(eb)), np.where(fa != fb, np.inf, 0.0))
+        de = np.where(fa & fb & (ea == eb), 0.0, de)
+        with np.errstate(invalid="ignore"):
+            delta = loss - pop.population_mse(label_block(obs[1, :, :F], D), lam, N)[None]
+        short = run.budget_hit and run.t_end[1] < bound[1]
+        solver["accuracy"] = _accuracy_record(check, rtol / check, [float(np.max(de, initial=0.0))], delta, per_decade,
+                                              ["budget" if short else "bound"], None)
+    return Run(t, loss, M, final, float("nan"), int(run.work.steps[0]), train_loss=train, solver=solver)
+
+
+def _scipy_finite_sample_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
+                              rtol: float, atol_rel: float, budget: float, per_decade: int, method: str,
+                              n_learn: int | None, settle: float, tick, check: float | None):
+    """:func:`finite_sample_separate_flow` with SciPy's solver (its own finite-difference Jacobian)."""
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
@@ -481,7 +930,7 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
 
         diff = compare_solutions(sol, ref, pop_loss)
         solver["accuracy"] = _accuracy(diffs=[(diff, ref)], rows_of=[[0]], S=1, D=D if n_learn is not None else 0,
-                                       per_decade=per_decade, check=check)
+                                       per_decade=per_decade, check=check, n_rec=sol.t.size)
         solver["total_work"] = sol.work.flops + ref.work.flops
     return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
                train_loss=train, solver=solver)
