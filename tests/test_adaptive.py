@@ -391,12 +391,18 @@ def test_batch_integrator_stiff_robertson():
 @pytest.mark.parametrize("H,R,rank", [(3, 1, 1), (2, 3, 3), (3, 3, 2), (2, 2, 1)])
 def test_structured_newton_matches_dense(H, R, rank):
     """The structured factorisation of I − cJ (per-head blocks, Woodbury for the rank-(2H + D²)
-    rest), on the columns of a rank-``rank`` state, solves as the dense analytic Jacobian does
-    (to 1e-12 relative), for small and large c."""
+    rest), on the columns of a rank-``rank`` state, solves as the dense analytic Jacobian of
+    :func:`separate_head_field` does (to 1e-12 relative), for small and large c; its field is
+    that field (the states' pieces interleaved (K_p, Q_p) instead of all K then all Q)."""
     lam = np.array([0.4, 0.3, 0.2, 0.1])
-    _, jac, _, _ = flows.separate_head_field(lam, 31, H, rank, 1)
+    D = lam.size
+    rhs, jac, _, _ = flows.separate_head_field(lam, 31, H, rank, 1)
     nw = flows.SeparateHeadsNewton(lam, 31, H, R, 3)
-    n = H + 2 * H * rank * 4
+    n = H + 2 * H * rank * D
+    P = H * rank
+    # our layout (v, then per piece K_p, Q_p) ← the dense field's (v, all K, all Q)
+    perm = np.concatenate([np.arange(H), np.stack([H + np.arange(P * D).reshape(P, D),
+                                                   H + P * D + np.arange(P * D).reshape(P, D)], 1).ravel()])
     rng = np.random.default_rng(H * 10 + R)
     y = rng.standard_normal((3, n)) * 0.5
     c = np.array([1e-3, 0.7, 30.0])
@@ -404,8 +410,13 @@ def test_structured_newton_matches_dense(H, R, rank):
     assert nw.factor(np.arange(3), None, y, c).all()
     r = rng.standard_normal((3, n))
     x = nw.solve(r)
+    f = nw.field(y)
     for b in range(3):
-        xd = np.linalg.solve(np.eye(n) - c[b] * jac(0, y[b]), r[b])
+        yd = np.empty(n)
+        yd[perm] = y[b]
+        assert np.max(np.abs(f[b] - rhs(0, yd)[perm])) <= 1e-13 * np.max(np.abs(f[b]))
+        Jd = jac(0, yd)[np.ix_(perm, perm)]
+        xd = np.linalg.solve(np.eye(n) - c[b] * Jd, r[b])
         assert np.max(np.abs(x[b] - xd)) <= 1e-12 * np.max(np.abs(xd))
 
 
@@ -424,3 +435,23 @@ def test_finite_sample_field_is_the_models_pullback():
     fun, theta, _ = flows.finite_sample_field(mom, 2, 2)
     assert np.max(np.abs(fun(None, Y) - ref)) <= 1e-13 * np.max(np.abs(ref))
     assert np.max(np.abs(theta(Y) - model.theta(p))) <= 1e-15
+
+
+def test_local_maxima_are_scipys_peaks():
+    """The descent-phase reader's peaks (no scipy.signal import) are scipy.signal.find_peaks'
+    default ones, flat tops and ties included."""
+    from scipy.signal import find_peaks
+
+    from proofs.linear_attention.experiments._analysis import local_maxima
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        x = np.round(rng.standard_normal(int(rng.integers(1, 40))), int(rng.integers(0, 2)))
+        assert local_maxima(x) == list(find_peaks(x)[0])
+
+
+def test_standard_normal_moments_from_the_density():
+    from proofs.linear_attention.experiments._population import standard_normal_moment
+
+    assert [standard_normal_moment(k) for k in (0, 1, 2, 3, 4)] == [1.0, 0.0, 1.0, 0.0, 3.0]
+    assert standard_normal_moment(6) == pytest.approx(15.0, rel=1e-15)

@@ -26,3 +26,4 @@ from ._plateaus import plateaus_between_events as plateaus_between_events
 from ._batched import integrate_batch as integrate_batch
 from ._batched import BatchRun as BatchRun
 from ._batched import DenseNewton as DenseNewton
+from ._batched import batch_work as batch_work

@@ -36,7 +36,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["integrate_batch", "BatchRun", "BatchWork", "DenseNewton", "NDF_KAPPA", "ITERATION_OVERHEAD"]
+__all__ = ["integrate_batch", "batch_work", "BatchRun", "BatchWork", "DenseNewton", "NDF_KAPPA",
+           "ITERATION_OVERHEAD"]
 
 MAX_ORDER = 5
 #: the NDF corrections κ_k, k = 1..5 (Shampine & Reichelt, Table 1; κ_5 = 0: BDF5)
@@ -46,7 +47,12 @@ _ALPHA = (1.0 - NDF_KAPPA) * _GAMMA
 #: local error constant of order k (index k = 1..6; 0 unused): κ_kγ_k + 1/(k+1)
 _ERR = np.concatenate([NDF_KAPPA * _GAMMA + 1.0 / np.arange(1, MAX_ORDER + 2), [1.0 / (MAX_ORDER + 2)]])
 _NEWTON_MAXITER = 4
+#: the corrector is iterated until its remaining change is below this fraction of the local error
+#: tolerance (in the error norm)
+_NEWTON_TOL = 0.03
 _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
+#: the smallest step increase taken at an unchanged order
+_MIN_INCREASE = 1.0
 #: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (≈ 150
 #: numpy calls of ≈ 3 µs at the ≈ 1e9 flop-equivalents per second the budgets assume)
 ITERATION_OVERHEAD = 4e5
@@ -62,6 +68,22 @@ _C_OF = np.zeros(_K)
 _C_OF[1:] = 1.0 / _ALPHA[1:]
 # signed binomials (−1)^m C(j, m): values at unit spacing → backward differences
 _BINOM = np.array([[(-1.0) ** m * math.comb(j, m) if m <= j else 0.0 for m in range(_K)] for j in range(_K)])
+
+
+#: per accepted row step, as seen on gradient flows (benchmarks/bench_adaptive.py): right-hand
+#: sides (and solves) ≈ 2.1, factorisations ≈ 0.19; lockstep iterations ≈ 1.05 × the most steps
+#: any row takes
+_PER_STEP = {"fun": 2.1, "factor": 0.19, "iterations": 1.05}
+
+
+def batch_work(steps, *, fun_cost, factor_cost, solve_cost) -> float:
+    """A priori work (flop-equivalents) of :func:`integrate_batch` on rows expected to take
+    ``steps`` accepted steps each (sequences of per-row costs allowed), counted as the run counts
+    it (:data:`_PER_STEP`)."""
+    steps = np.asarray(steps, float)
+    per_row = (_PER_STEP["fun"] * (np.asarray(fun_cost, float) + np.asarray(solve_cost, float))
+               + _PER_STEP["factor"] * np.asarray(factor_cost, float))
+    return float(_PER_STEP["iterations"] * steps.max() * ITERATION_OVERHEAD + np.sum(steps * per_row))
 
 
 def _newton_basis(s: np.ndarray) -> np.ndarray:
@@ -205,7 +227,7 @@ def _rescale_matrices(order: np.ndarray, ratio: np.ndarray) -> np.ndarray:
 
 def integrate_batch(fun: Callable, y0: np.ndarray, *, newton, t_bound: np.ndarray, rtol, atol, first_step,
                     sizes=None, record=None, observe: Callable | None = None, events: Callable | None = None,
-                    control: Callable | None = None, layout: Callable | None = None, fun_cost: float = 0.0,
+                    control: Callable | None = None, layout: Callable | None = None, fun_cost=0.0,
                     budget: float = math.inf, latest: bool = False, tick=None,
                     what: str = "gradient flow") -> BatchRun:
     r"""Integrate the rows $\dot y_b=f(t,y_b)$ of ``y0`` (B, n) from t = 0, each up to its bound
@@ -226,8 +248,8 @@ def integrate_batch(fun: Callable, y0: np.ndarray, *, newton, t_bound: np.ndarra
     the columns the rows ``rows`` use (the others are zero padding in all of them), or None for
     all: whenever the working set of rows changes, the rows are integrated on those columns only
     (``fun``, ``observe``, ``events`` and ``newton`` then see that many columns).
-    ``first_step``: scalar or (B,).  ``fun_cost``: flops of one
-    row of ``fun``.  ``tick(fraction, what)`` every 200 iterations.  BLAS runs on one thread
+    ``first_step``: scalar or (B,).  ``fun_cost``: flops of one row of ``fun`` (or a function of
+    the number of working columns).  ``tick(fraction, what)`` every 200 iterations.  BLAS runs on one thread
     (the products are small; see :mod:`icltheory.core._threads`)."""
     from ..core._threads import one_blas_thread
 
@@ -240,13 +262,23 @@ def integrate_batch(fun: Callable, y0: np.ndarray, *, newton, t_bound: np.ndarra
 
 def _integrate_batch(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record, observe, events, control,
                      layout, fun_cost, budget, latest, tick, what) -> BatchRun:
+    # a trial step too long may overflow or divide by zero: such a row's corrector fails (or its
+    # error estimate is not finite) and the step is shortened
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _lockstep(fun, y0, newton=newton, t_bound=t_bound, rtol=rtol, atol=atol, first_step=first_step,
+                         sizes=sizes, record=record, observe=observe, events=events, control=control, layout=layout,
+                         fun_cost=fun_cost, budget=budget, latest=latest, tick=tick, what=what)
+
+
+def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record, observe, events, control, layout,
+              fun_cost, budget, latest, tick, what) -> BatchRun:
     y0 = np.asarray(y0, dtype=float)
     B, n = y0.shape
     rtol_f = np.broadcast_to(np.asarray(rtol, float), (B,)).copy()
     atol_f = np.asarray(atol, float)
     atol_f = np.broadcast_to(atol_f[:, None] if atol_f.ndim == 1 else atol_f, (B, n)).copy()
     sizes_f = np.full(B, float(n)) if sizes is None else np.asarray(sizes, float)
-    ntol_f = np.maximum(10 * np.finfo(float).eps / rtol_f, np.minimum(0.03, np.sqrt(rtol_f)))
+    ntol_f = np.maximum(10 * np.finfo(float).eps / rtol_f, _NEWTON_TOL)
     bound = t_bound
     rec = np.asarray(record if record is not None else [], float)
     obs_fn = observe if observe is not None else (lambda y: y)
@@ -264,27 +296,34 @@ def _integrate_batch(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes,
     ne_f = np.zeros(B, int)
     fc_f = np.full(B, np.nan)  # the c each row's factorisation is for (nan: none)
     fr_f = np.zeros(B, bool)  # the factorisation's Jacobian is at the row's current point
+    cr_f = np.full(B, 0.7)  # each row's estimate of its corrector's convergence rate
     ir_f = np.full(B, i0)
     g_f = np.asarray(events(y0), float) if events is not None else np.zeros((B, 0))
     ev_f = np.where(g_f >= 0, 0.0, np.nan)
-    work = BatchWork(steps=np.zeros(B, int), nfev=B)
+    work = BatchWork(steps=np.zeros(B, int))
     undone: list[list[tuple[int, float]]] = [[] for _ in range(B)]
     safety_of = 0.9 * (2 * _NEWTON_MAXITER + 1) / (2 * _NEWTON_MAXITER + np.arange(_NEWTON_MAXITER + 1))
     budget_hit = False
-    names = ("t", "h", "D", "k", "ne", "fc", "fr", "ir", "g", "ev", "atol", "rtol", "sizes", "ntol")
-    full = {"t": t_f, "h": h_f, "D": D_f, "k": k_f, "ne": ne_f, "fc": fc_f, "fr": fr_f, "ir": ir_f, "g": g_f,
-            "ev": ev_f, "atol": atol_f, "rtol": rtol_f, "sizes": sizes_f, "ntol": ntol_f}
+    names = ("t", "h", "D", "k", "ne", "fc", "fr", "cr", "ir", "g", "ev", "atol", "rtol", "sizes", "ntol")
+    full = {"t": t_f, "h": h_f, "D": D_f, "k": k_f, "ne": ne_f, "fc": fc_f, "fr": fr_f, "cr": cr_f, "ir": ir_f,
+            "g": g_f, "ev": ev_f, "atol": atol_f, "rtol": rtol_f, "sizes": sizes_f, "ntol": ntol_f}
     act = np.zeros(0, int)
     w: dict = {}
 
-    def account() -> None:
-        work.flops = (work.iterations * ITERATION_OVERHEAD + work.nfev * fun_cost
-                      + work.nfactor * newton.factor_cost + work.nsolve * newton.solve_cost)
+    last = [0, 0, 0, 0]  # the counters at the last accounting
+
+    def account() -> None:  # the work since the last accounting, at the current width's costs
+        width = n if cols is None else len(cols)
+        fc_ = fun_cost(width) if callable(fun_cost) else fun_cost
+        now_ = (work.iterations, work.nfev, work.nfactor, work.nsolve)
+        work.flops += ((now_[0] - last[0]) * ITERATION_OVERHEAD + (now_[1] - last[1]) * fc_
+                       + (now_[2] - last[2]) * newton.factor_cost + (now_[3] - last[3]) * newton.solve_cost)
+        last[:] = now_
 
     cols: np.ndarray | None = None  # the working columns (None: all)
 
     def store() -> None:
-        for k_ in ("t", "h", "k", "ne", "fc", "fr", "ir", "g", "ev"):
+        for k_ in ("t", "h", "k", "ne", "fc", "fr", "cr", "ir", "g", "ev"):
             full[k_][act] = w[k_]
         if cols is None:
             D_f[act] = w["D"]
@@ -299,6 +338,7 @@ def _integrate_batch(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes,
                 t_cur[act] = w["t"]
             now = np.flatnonzero(t_cur < bound)
             if now.size != act.size or np.any(now != act):
+                account()
                 if act.size:
                     store()
                 act = now
@@ -318,7 +358,7 @@ def _integrate_batch(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes,
                 newton.select(act, cols)
             if not act.size:
                 break
-            t, h, Dw, kr, fc, fresh, ne = w["t"], w["h"], w["D"], w["k"], w["fc"], w["fr"], w["ne"]
+            t, h, Dw, kr, fc, fresh, ne, crate = w["t"], w["h"], w["D"], w["k"], w["fc"], w["fr"], w["ne"], w["cr"]
             atol_w, rtol_w, sizes_w, ntol_w = w["atol"], w["rtol"], w["sizes"], w["ntol"]
             bw = bound[act]
             recheck = False
@@ -343,42 +383,48 @@ def _integrate_batch(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes,
             ok = newton.factor(pi, t_new[pi], y_pred[pi], c[pi])
             fc[pi] = np.where(ok, c[pi], np.nan)
             fresh[pi] = True  # a singular matrix at the current point: the step is halved
+            crate[pi] = 0.7
             work.nfactor += pi.size
-        # simplified Newton on the corrector; rows stop iterating as they converge or fail
+        # simplified Newton on the corrector; rows stop iterating as they converge or fail.  Its
+        # convergence is judged from the contraction rate: measured from the second iteration on,
+        # before that the row's last measured rate (so a corrector can converge in one iteration)
         y = y_pred.copy()
         d = np.zeros_like(y)
         live = fc == c
         conv = np.zeros(act.size, bool)
         n_iter = np.zeros(act.size, int)
+        c_col = c[:, None]
+        inv_scale = 1.0 / scale
         dn_old = None
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for it in range(_NEWTON_MAXITER):
-                dy = newton.solve(c[:, None] * fun(t_new, y) - psi - d)
-                work.nfev += act.size
-                work.nsolve += act.size
-                q = dy / scale
-                dn = np.sqrt((q * q).sum(1) / sizes_w)
-                if dn_old is None:
-                    step_ok = live & np.isfinite(dn)
-                    fin = dn == 0.0
-                else:
-                    rate = dn / dn_old
-                    step_ok = live & (rate < 1.0) & (rate ** (_NEWTON_MAXITER - it) / (1.0 - rate) * dn <= ntol_w)
-                    fin = rate / (1.0 - rate) * dn < ntol_w
-                if step_ok.all():
-                    y += dy
-                    d += dy
-                else:
-                    upd = np.where(step_ok[:, None], dy, 0.0)
-                    y += upd
-                    d += upd
-                n_iter += step_ok
-                fin &= step_ok
-                conv |= fin
-                live &= step_ok & ~fin
-                if not live.any():
-                    break
-                dn_old = dn
+        for it in range(_NEWTON_MAXITER):
+            dy = newton.solve(c_col * fun(t_new, y) - psi - d)
+            work.nfev += act.size
+            work.nsolve += act.size
+            q = dy * inv_scale
+            dn = np.sqrt(np.einsum("rn,rn->r", q, q) / sizes_w)
+            if dn_old is None:
+                step_ok = live & np.isfinite(dn)
+                fin = dn * np.minimum(1.0, 2.0 * crate) < ntol_w
+            else:
+                rate = dn / dn_old
+                crate = np.where(live, np.maximum(0.2 * crate, rate), crate)
+                step_ok = live & (rate < 1.0) & (rate ** (_NEWTON_MAXITER - it) / (1.0 - rate) * dn <= ntol_w)
+                fin = rate / (1.0 - rate) * dn < ntol_w
+            if step_ok.all():
+                y += dy
+                d += dy
+            else:
+                upd = np.where(step_ok[:, None], dy, 0.0)
+                y += upd
+                d += upd
+            n_iter += step_ok
+            fin &= step_ok
+            conv |= fin
+            live &= step_ok & ~fin
+            if not live.any():
+                break
+            dn_old = dn
+        w["cr"] = crate
         # rows whose corrector did not converge: a fresh Jacobian, else half the step
         if not conv.all():
             fi = np.flatnonzero(~conv)
@@ -478,6 +524,8 @@ def _integrate_batch(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes,
                 best = np.argmax(fac, axis=1)
                 new_k = sk + best - 1
                 factor = np.minimum(_MAX_FACTOR, safety[ga] * fac[sar, best])
+                # a small increase at the same order is not taken: it would cost a new factorisation
+                factor = np.where((new_k == sk) & (factor >= 1.0) & (factor < _MIN_INCREASE), 1.0, factor)
                 Dk[sel, :_K] = _rescale_matrices(new_k, factor) @ Dk[sel, :_K]
                 kr[ga] = new_k
                 h[ga] *= factor

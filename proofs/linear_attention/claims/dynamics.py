@@ -8,7 +8,7 @@ import numpy as np
 
 from icltheory.backends import get_backend
 from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_module
-from icltheory.dynamics import adaptive_work
+from icltheory.dynamics import batch_work
 
 from ..settings import RankSetting, SeparateSetting, typical_scale
 from ._common import ARXIV, SOLVER_MARGIN, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
@@ -177,25 +177,41 @@ def _solver_accurate(ctx, ra, drops, label: str) -> bool:
     return ok
 
 
-def _flow_steps(s, n_learn: int, R: int = 1) -> float:
-    """Expected accepted BDF steps of one adaptive row (:func:`adaptive_work` scales them per
-    solver): ≈ 25 per decade of the horizon (in GD steps) per plateau crossed — the ⌈n_learn/R⌉
-    stages and the settling, and half a plateau for each direction that escapes with a stage's
-    leader (a rank-R head's directions leave one by one) — × (1 + ½ log10(1e-6/rtol)).  A central
-    estimate, not a bound: with LSODA's ratios it is 0.6–2.1× the work the solver counts on the
-    rows of Figs. 3 and 4 (both profiles), the held-out spectrum and D = 16 (one row took 5×
-    the estimate); the budget itself is enforced by the solver's own count during the run."""
+def _flow_steps(s, n_learn: int, R: int = 1, rtol: float | None = None) -> float:
+    """Expected accepted steps of one adaptive row at tolerance ``rtol`` (default the setting's):
+    ≈ 25 per decade of the horizon (in GD steps) per plateau crossed — the ⌈n_learn/R⌉ stages and
+    the settling, and half a plateau for each direction that escapes with a stage's leader (a
+    rank-R head's directions leave one by one) — × (1 + ½ log10(1e-6/rtol)).  A central estimate,
+    not a bound (``benchmarks/bench_adaptive.py`` prints it against the steps taken); the budget
+    itself is enforced by the solver's own count during the run."""
+    rtol = s.rtol if rtol is None else rtol
     stages = -(-n_learn // R)
     plateaus = stages + 1 + 0.5 * (n_learn - stages)
-    return 25.0 * plateaus * max(math.log10(s.steps), 1.0) * max(1.0, 1.0 + 0.5 * math.log10(1e-6 / s.rtol))
+    return 25.0 * plateaus * max(math.log10(s.steps), 1.0) * max(1.0, 1.0 + 0.5 * math.log10(1e-6 / rtol))
 
 
-def _flow_row_work(s, R: int, n_learn: int) -> float:
-    """Work of one adaptive population row (n = H + 2HRD states, analytic Jacobian, LSODA: its
-    factorisations are dense)."""
-    n = s.H + 2 * s.H * R * s.D
-    return adaptive_work(n, _flow_steps(s, n_learn, R), 6.0 * s.H * R * s.D**2, 0.1 * n * n * s.D**2 + 4.0 * n * n,
-                         method="LSODA")
+def _flow_work(s, rows) -> float:
+    """Work of the batched population flow on ``rows`` = [(rank, directions to learn), …]: each
+    row and its accuracy re-solve (tolerances ÷ CHECK_FACTOR), each with :func:`_flow_steps` steps
+    at its own rank's costs (:func:`icltheory.dynamics.batch_work`)."""
+    steps, costs = [], []
+    for R, nl in rows:
+        c = ex.flows.SeparateHeadsNewton.costs(s.H, R, s.D)
+        for rtol in (s.rtol, s.rtol / ex.flows.CHECK_FACTOR):
+            steps.append(_flow_steps(s, nl, R, rtol))
+            costs.append(c)
+    f, fa, so = np.array(costs).T
+    return batch_work(steps, fun_cost=f, factor_cost=fa, solve_cost=so)
+
+
+def _fs_flow_work(s, n_learn: int) -> float:
+    """Work of simulator (b)'s flow and its re-solve: dense iteration matrices of n = H(D+1)(1+R)
+    + HRD states, the Jacobian by n + 1 evaluations of the O(F²) field, F = (D+1)²D."""
+    F = (s.D + 1) ** 2 * s.D
+    n = s.H * (s.D + 1) * (1 + s.R) + s.H * s.R * s.D
+    steps = [_flow_steps(s, n_learn, s.R, rtol) for rtol in (s.rtol, s.rtol / ex.flows.CHECK_FACTOR)]
+    return batch_work(steps, fun_cost=4.0 * F * F, factor_cost=(n + 1) * 4.0 * F * F + 2.0 * n**3,
+                      solve_cost=2.0 * n * n)
 
 
 #: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop)
@@ -368,10 +384,8 @@ class SaddleToSaddle(Claim):
         D, F = s.D, (s.D + 1) ** 2 * s.D
         if s.integrator == "flow":
             n_learn = min(s.D, s.H * s.R)
-            a = s.seeds * _flow_row_work(s, s.R, n_learn)
-            nb = s.H * (D + 1) * (1 + s.R) + s.H * s.R * D
-            b = s.fs_seeds * (2.0 * s.P * F * F + adaptive_work(nb, _flow_steps(s, n_learn, s.R), 4.0 * F * F, nb * 4.0 * F * F)) \
-                if s.fs_seeds else 0.0
+            a = _flow_work(s, [(s.R, n_learn)] * s.seeds)
+            b = s.fs_seeds * (2.0 * s.P * F * F + _fs_flow_work(s, n_learn)) if s.fs_seeds else 0.0
             return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
                         what=f"adaptive flow × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
         a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
@@ -583,10 +597,10 @@ class RankPlateaus(Claim):
     def estimate(self, s) -> Cost:
         rows = len(s.ranks) * s.seeds
         if s.integrator == "flow":
-            work = s.seeds * sum(_flow_row_work(s, R, min(s.D, s.H * R)) for R in s.ranks)
-            n = s.H + 2 * s.H * max(s.ranks) * s.D
-            return Cost(work=work, memory=8.0 * (rows * s.D**2 * 4000 + 4 * n * n),
-                        what=f"adaptive flow × {rows} runs")
+            work = _flow_work(s, [(R, min(s.D, s.H * R)) for R in s.ranks for _ in range(s.seeds)])
+            n, m = s.H + 2 * s.H * max(s.ranks) * s.D, 2 * s.H + s.D**2
+            return Cost(work=work, memory=8.0 * (rows * s.D**2 * 4000 + 2 * rows * (12 * n + 2 * m * m)),
+                        what=f"adaptive flow × {rows} runs (each with its accuracy re-solve)")
         return Cost(work=steps_work(s.steps, 2 * rows * s.H * max(s.ranks) * s.D**2),
                     memory=8.0 * rows * s.D**2 * 4000, what=f"≤ {s.steps} GD steps × {rows} runs")
 

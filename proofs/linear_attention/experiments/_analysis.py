@@ -30,7 +30,7 @@ from . import _training as training
 from ._training import Run
 
 __all__ = ["Visit", "RunReading", "read_run", "order_violations", "head_groups", "count_drops",
-           "descent_phases", "settled", "order_controls"]
+           "local_maxima", "descent_phases", "settled", "order_controls"]
 
 
 @dataclass
@@ -156,6 +156,25 @@ def count_drops(t, y, *, ends_converged: bool) -> int:
     return len(levels) - 1
 
 
+def local_maxima(x) -> list[int]:
+    """Indices of the interior local maxima of x: samples above the sample before and the first
+    different sample after; a flat top (equal samples) counts once, at its middle (rounded
+    down)."""
+    x = np.asarray(x, float)
+    out, i, n = [], 1, x.size
+    while i < n - 1:
+        if x[i - 1] < x[i]:
+            j = i + 1
+            while j < n - 1 and x[j] == x[i]:
+                j += 1
+            if x[j] < x[i]:
+                out.append((i + j - 1) // 2)
+                i = j
+                continue
+        i += 1
+    return out
+
+
 def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, valley: float = 0.5) -> list[float]:
     """The loss's descent in log time, split into phases.  The curve is first replaced by its
     running minimum (training progress: a transient spike of GD is not a drop); on a uniform grid
@@ -163,14 +182,12 @@ def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, valley: float = 0.
     minima between its peaks, keeping only minima where the rate falls below ``valley`` × the
     lower of the two neighbouring peaks (a real slowdown between two drops, not a wobble in one
     broad descent).  Returns the fraction of the total descent y(t₀) − min y lost in each phase."""
-    from scipy.signal import find_peaks
-
     u = np.log(np.asarray(t, float))
     y = np.minimum.accumulate(np.asarray(y, float))
     uu = np.linspace(u[0], u[-1], grid)
     yy = np.interp(uu, u, y)
     rate = np.convolve(-np.gradient(yy, uu), np.ones(smooth) / smooth, mode="same")
-    peaks = list(find_peaks(rate)[0])
+    peaks = local_maxima(rate)
     cuts = [0]
     while len(peaks) > 1:  # merge the pair of neighbouring peaks with the shallowest valley between
         dips = [(float(rate[a:b].min()) / max(min(rate[a], rate[b]), 1e-300), i) for i, (a, b) in enumerate(zip(peaks, peaks[1:]))]

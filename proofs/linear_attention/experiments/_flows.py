@@ -239,8 +239,9 @@ def _inverses(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class SeparateHeadsNewton:
-    r"""The iteration matrices $I-cJ$ of rows of :func:`separate_head_field`'s flow (all rows of
-    H heads of rank R, zero-padded pieces allowed), factorised by their structure.  With
+    r"""The iteration matrices $I-cJ$ of rows of the separate-head population flow (H heads of
+    rank R; a row's state is $v\in\mathbb R^H$ then the pieces $(K_p,Q_p)$, $p=hR+r$, each
+    $2D$ numbers; rows of smaller rank are zero-padded), factorised by their structure.  With
     $E$ held fixed the field is linear in each piece: $J$ couples $(K_p,Q_p)$ by
     $v_h\begin{psmallmatrix}0&E\\E^\top&0\end{psmallmatrix}$ (one $2D\times2D$ block per head),
     couples $v_h$ with its pieces through $g_p=(EQ_p,E^\top K_p)$ (rank 2 per head), and adds the
@@ -250,7 +251,7 @@ class SeparateHeadsNewton:
     $U^\top B_0^{-1}U$ is assembled from each head's Gram matrices ($\sum_pK_pQ_p^\top$,
     $\sum_pK_pK_p^\top$, $\sum_pQ_pQ_p^\top$) and block inverse, never from $A$ itself: a
     factorisation costs $O(HD^4+m^3)$ and a solve $O(HRD^2+m^2)$ per row, against $O(n^3)$ and
-    $O(n^2)$ dense ($n=H+2HRD$)."""
+    $O(n^2)$ dense ($n=H+2HRD$).  Also the field itself (:meth:`field`) and the layout helpers."""
 
     def __init__(self, lam, N: int, H: int, R: int, rows: int):
         lam = np.asarray(lam, float)
@@ -261,52 +262,87 @@ class SeparateHeadsNewton:
         self.L2 = np.diag(lam**2)
         m = 2 * H + D * D
         self.m = m
-        self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, H, D, D)),
-                      np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, D)),
-                      np.zeros((rows, H, R, D)))
+        self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, 1, H, D * D)),
+                      np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, 2 * D)))
+        self._heads = {r: np.repeat(np.arange(H), r) for r in range(1, R + 1)}
         self.select(np.arange(rows))
-        n = H + 2 * H * R * D
-        #: flop-equivalents per row: a factorisation (block inverses, Gram assembly, the m×m
-        #: inverse) and a solve (block solves, the low-rank correction)
-        self.factor_cost = 2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3 + 8.0 * n * D
-        self.solve_cost = 4.0 * H * R * (2 * D) ** 2 + 8.0 * n * D + 2.0 * m * m
+
+    @staticmethod
+    def costs(H: int, R: int, D: int) -> tuple[float, float, float]:
+        """Flop-equivalents per row of rank R (the interpreter's per-call overhead is the
+        integrator's): the field, a factorisation (block inverses, Gram assembly, the m×m inverse)
+        and a solve (block solves, the low-rank correction) — batched small products counted at
+        half their flops, the m×m inverse and the D⁴ assembly (BLAS-3) at a twentieth (measured:
+        ``benchmarks/bench_adaptive.py`` prints the counted work against the time taken)."""
+        n, m = H + 2 * H * R * D, 2 * H + D * D
+        return (4.0 * H * R * D * D,
+                0.05 * (2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3) + 4.0 * n * D,
+                2.0 * H * R * (2 * D) ** 2 + 4.0 * n * D + 2.0 * m * m)
+
+    @property
+    def factor_cost(self) -> float:
+        return self.costs(self.H, self.R, self.D)[1]
+
+    @property
+    def solve_cost(self) -> float:
+        return self.costs(self.H, self.R, self.D)[2]
 
     def rank_of(self, width: int) -> int:
         """The rank R of a state of ``width`` columns (H + 2HRD)."""
         return (width - self.H) // (2 * self.H * self.D)
 
     def columns(self, R: int) -> np.ndarray:
-        """The columns of the full (rank-Rmax) state that a rank-R state keeps: v, then the
-        pieces r < R of every head's K, then of Q."""
+        """The columns of the full (rank-Rmax) state that a rank-R state keeps: v, then the pieces
+        r < R of every head."""
         H, Rm, D = self.H, self.Rmax, self.D
-        piece = (np.arange(H)[:, None, None] * Rm + np.arange(R)[None, :, None]) * D + np.arange(D)[None, None, :]
-        return np.concatenate([np.arange(H), H + piece.ravel(), H + H * Rm * D + piece.ravel()])
+        piece = (np.arange(H)[:, None, None] * Rm + np.arange(R)[None, :, None]) * (2 * D) + np.arange(2 * D)
+        return np.concatenate([np.arange(H), H + piece.ravel()])
+
+    def layout(self, v, K, Q) -> np.ndarray:
+        """States (rows, H + 2HRD) from v (rows, H), K, Q (rows, H, R, D)."""
+        return np.concatenate([v, np.concatenate([K, Q], axis=-1).reshape(v.shape[0], -1)], axis=1)
 
     def split(self, y):
-        """(v (r, H), K (r, H·R, D), Q (r, H·R, D)) of states of rank R = :meth:`rank_of`."""
-        H, D = self.H, self.D
-        PD = (y.shape[1] - H) // 2
-        return y[:, :H], y[:, H:H + PD].reshape(y.shape[0], -1, D), y[:, H + PD:].reshape(y.shape[0], -1, D)
+        """(v (r, H), pieces (r, H, R, 2D)) of states of rank R = :meth:`rank_of`."""
+        H = self.H
+        return y[:, :H], y[:, H:].reshape(y.shape[0], H, -1, 2 * self.D)
 
-    def head(self, R: int) -> np.ndarray:
-        return np.repeat(np.arange(self.H), R)
+    def parts(self, y):
+        """(v, K, Q (r, H, R, D), M = Σ_p v_h K_pᵀQ_p (r, D, D)) of states."""
+        v, pc = self.split(y)
+        D = self.D
+        K, Q = pc[..., :D], pc[..., D:]
+        r = y.shape[0]
+        M = np.swapaxes((v[:, :, None, None] * K).reshape(r, -1, D), 1, 2) @ Q.reshape(r, -1, D)
+        return v, K, Q, M
+
+    def field(self, y):
+        """τẏ of the rows: v̇_h = Σ_{p∈h} K_pEQ_pᵀ, K̇_p = v_hEQ_p, Q̇_p = v_hEᵀK_p."""
+        v, K, Q, M = self.parts(y)
+        E = self.L2 - self.W * M
+        D = self.D
+        r = y.shape[0]
+        KE = K.reshape(r, -1, D) @ E
+        QEt = Q.reshape(r, -1, D) @ np.swapaxes(E, 1, 2)
+        gv = (KE * Q.reshape(r, -1, D)).sum(-1).reshape(r, self.H, -1).sum(-1)
+        pieces = np.concatenate([QEt, KE], axis=-1).reshape(r, self.H, -1) * v[:, :, None]
+        return np.concatenate([gv, pieces.reshape(r, -1)], axis=1)
 
     def select(self, rows, cols=None) -> None:
         """The working rows of the next factorisations and solves, on the columns ``cols`` of a
         rank-R state (None: rank Rmax)."""
         self.rows = rows
         self.R = self.Rmax if cols is None else self.rank_of(len(cols))
-        Ginv, g, Nh, F, v, K, Q = (a[rows] for a in self._full)
+        Ginv, g, Nf, F, v, PC = (a[rows] for a in self._full)
         R = self.R
-        self._work = (Ginv, g[:, :, :R].copy(), Nh, F, v, K[:, :, :R].copy(), Q[:, :, :R].copy())
+        self._work = (Ginv, g[:, :, :R].copy(), Nf, F, v, PC[:, :, :R].copy())
 
     def factor(self, pos, _t, y, c) -> np.ndarray:
         """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
         H, R, D = self.H, self.R, self.D
         r = pos.size
-        v, K, Q = self.split(y)
-        vr = v[:, self.head(R)]
-        M = np.swapaxes(vr[:, :, None] * K, 1, 2) @ Q
+        v, K, Q, M = self.parts(y)
+        pc = y[:, H:].reshape(r, H, R, 2 * D)
         E = self.L2 - self.W * M
         A = (c[:, None] * v)[:, :, None, None] * E[:, None]
         G = np.zeros((r, H, 2 * D, 2 * D))
@@ -317,23 +353,22 @@ class SeparateHeadsNewton:
         Ginv = Ginv.reshape(r, H, 2 * D, 2 * D)
         ok = ok.reshape(r, H).all(1)
         X, Y, Z = Ginv[..., :D, :D], Ginv[..., :D, D:], Ginv[..., D:, D:]
-        g = np.concatenate([Q @ np.swapaxes(E, 1, 2), K @ E], axis=-1)  # (EQ_p, EᵀK_p)
-        Kh, Qh = K.reshape(r, H, R, D), Q.reshape(r, H, R, D)
-        xg = (Ginv @ np.swapaxes(g.reshape(r, H, R, 2 * D), -1, -2))  # (r, H, 2D, R)
-        Nh = np.swapaxes(Kh, -1, -2) @ Qh
-        SK = np.swapaxes(Kh, -1, -2) @ Kh
-        SQ = np.swapaxes(Qh, -1, -2) @ Qh
+        g = np.concatenate([Q @ np.swapaxes(E, 1, 2)[:, None], K @ E[:, None]], axis=-1)  # (EQ_p, EᵀK_p)
+        xg = Ginv @ np.swapaxes(g, -1, -2)  # (r, H, 2D, R)
+        Kt, Qt = np.swapaxes(K, -1, -2), np.swapaxes(Q, -1, -2)
+        Nh = Kt @ Q
+        SK = Kt @ K
+        SQ = Qt @ Q
         m, D2 = self.m, D * D
         S = np.zeros((r, m, m))
         S[:, np.arange(H), np.arange(H)] = 1.0
         Nf = Nh.reshape(r, H, D2)
         S[:, :H, 2 * H:] = Nf
         S[:, 2 * H:, :H] = np.swapaxes(Nf, 1, 2)
-        gg = np.einsum("rhsi,rhis->rh", g.reshape(r, H, R, 2 * D), xg)
-        S[:, H + np.arange(H), H + np.arange(H)] = gg
-        gA = v[:, :, None, None] * (xg[:, :, :D, :] @ Qh + np.swapaxes(Kh, -1, -2) @ np.swapaxes(xg[:, :, D:, :], -1, -2))
-        S[:, H:2 * H, 2 * H:] = gA.reshape(r, H, D2)
-        S[:, 2 * H:, H:2 * H] = np.swapaxes(gA.reshape(r, H, D2), 1, 2)
+        S[:, H + np.arange(H), H + np.arange(H)] = np.einsum("rhsi,rhis->rh", g, xg)
+        gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ np.swapaxes(xg[:, :, D:, :], -1, -2))).reshape(r, H, D2)
+        S[:, H:2 * H, 2 * H:] = gA
+        S[:, 2 * H:, H:2 * H] = np.swapaxes(gA, 1, 2)
         v2 = (v * v)[:, :, None]
         # Σ_h v_h² (X_h[a,c] SQ_h[b,d] + SK_h[a,c] Z_h[b,d]) and Σ_h v_h² Y_h[a,d] N_h[c,b], at [(a,b),(c,d)]
         T = (np.swapaxes(np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1), 1, 2)
@@ -348,9 +383,8 @@ class SeparateHeadsNewton:
         inv, ok2 = _inverses(np.eye(m) + CS)
         F = np.concatenate([-inv[:, :, H:2 * H], -inv[:, :, :H], inv[:, :, 2 * H:]], 2) * cdiag[:, None, :]
         rows = self.rows[pos]
-        for i, (full, work, new) in enumerate(zip(self._full, self._work, (Ginv, g, Nh, F, v, K, Q))):
-            new = new.reshape((r,) + work.shape[1:])
-            if i in (1, 5, 6):
+        for i, (full, work, new) in enumerate(zip(self._full, self._work, (Ginv, g, Nf[:, None], F, v, pc))):
+            if i in (1, 5):
                 full[rows, :, :R] = new
             else:
                 full[rows] = new
@@ -359,28 +393,23 @@ class SeparateHeadsNewton:
 
     def solve(self, rhs):
         """Solve with every working row's factorisation."""
-        H, R, D = self.H, self.R, self.D
-        P = H * R
-        Ginv, g, Nh, F, v, K, Q = self._work
-        g, K, Q = g.reshape(-1, P, 2 * D), K.reshape(-1, P, D), Q.reshape(-1, P, D)
+        H, D = self.H, self.D
+        Ginv, g, Nf, F, v, pc = self._work
         r = rhs.shape[0]
-        head = self.head(R)
-        vr = v[:, head]
         rv = rhs[:, :H]
-        rp = np.concatenate([rhs[:, H:H + P * D].reshape(r, H, R, D), rhs[:, H + P * D:].reshape(r, H, R, D)], -1)
-        yp = (Ginv @ np.swapaxes(rp, -1, -2))  # (r, H, 2D, R)
-        ypt = np.swapaxes(yp, -1, -2).reshape(r, P, 2 * D)
-        s_g = np.einsum("rpi,rpi->rp", g, ypt).reshape(r, H, R).sum(-1)
-        Kv = vr[:, :, None] * K
-        s_A = (np.einsum("rh,rhab->rab", rv, Nh) + np.swapaxes(vr[:, :, None] * ypt[..., :D], 1, 2) @ Q
-               + np.swapaxes(Kv, 1, 2) @ ypt[..., D:])
-        z = np.einsum("rij,rj->ri", F, np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1))
+        yp = np.swapaxes(Ginv @ np.swapaxes(rhs[:, H:].reshape(r, H, -1, 2 * D), -1, -2), -1, -2)  # B0⁻¹ on pieces
+        vv = v[:, :, None, None]
+        Kv = (vv * pc[..., :D]).reshape(r, -1, D)
+        Qv = (vv * pc[..., D:]).reshape(r, -1, D)
+        s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + np.swapaxes(yp[..., :D].reshape(r, -1, D), 1, 2) @ Qv
+               + np.swapaxes(Kv, 1, 2) @ yp[..., D:].reshape(r, -1, D))
+        s_g = (g * yp).sum((-1, -2))
+        z = (F @ np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1)[:, :, None])[:, :, 0]
         Zm = z[:, 2 * H:].reshape(r, D, D)
-        w_v = z[:, :H] + np.einsum("rhab,rab->rh", Nh, Zm)
-        zg = z[:, H:2 * H][:, head, None]
-        wp = zg * g + np.concatenate([vr[:, :, None] * (Q @ np.swapaxes(Zm, 1, 2)), Kv @ Zm], -1)
-        xp = ypt - np.swapaxes(Ginv @ np.swapaxes(wp.reshape(r, H, R, 2 * D), -1, -2), -1, -2).reshape(r, P, 2 * D)
-        return np.concatenate([rv - w_v, xp[..., :D].reshape(r, P * D), xp[..., D:].reshape(r, P * D)], 1)
+        w_v = z[:, :H] + (Nf[:, 0] @ z[:, 2 * H:, None])[:, :, 0]
+        wp = z[:, H:2 * H, None, None] * g + np.concatenate([Qv @ np.swapaxes(Zm, 1, 2), Kv @ Zm], -1).reshape(g.shape)
+        xp = yp - np.swapaxes(Ginv @ np.swapaxes(wp, -1, -2), -1, -2)
+        return np.concatenate([rv - w_v, xp.reshape(r, -1)], 1)
 
 
 def _loss_of(lam, N: int, H: int, R: int, B: int):
@@ -490,8 +519,8 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     ranks = np.array([int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))),
                                  initial=0)) + 1 for k in range(S)])
     R = int(ranks.max())
-    P = H * R
-    y0 = np.concatenate([v0, K0[:, :, :R].reshape(S, -1), Q0[:, :, :R].reshape(S, -1)], axis=1)
+    field = SeparateHeadsNewton(lam, N, H, R, 2 * S if check is not None else S)
+    y0 = field.layout(v0, K0[:, :, :R], Q0[:, :, :R])
     sizes = H + 2 * H * ranks * D
     rms = np.sqrt(np.sum(y0 * y0, axis=1) / sizes)
     rms = np.where(rms > 0, rms, 1.0)
@@ -499,36 +528,18 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     Y0 = np.concatenate([y0, y0]) if check is not None else y0
     tol = np.concatenate([np.full(S, rtol), np.full(S, rtol / check)]) if check is not None else np.full(S, rtol)
     atol = np.concatenate([rms, rms])[:nb] * atol_rel * tol / rtol
-    field = SeparateHeadsNewton(lam, N, H, R, nb)
-    W, L2 = field.W, field.L2
-    heads_of = {r: field.head(r) for r in range(1, R + 1)}
     opt = np.diagonal(pop.population_optimum(lam, N))
-
-    def parts(y):
-        v, K, Q = field.split(y)
-        vr = v[:, heads_of[K.shape[1] // H]]
-        return v, K, Q, vr, np.swapaxes(vr[:, :, None] * K, 1, 2) @ Q
-
-    def fun(_t, y):
-        v, K, Q, vr, M = parts(y)
-        E = L2 - W * M
-        KE = K @ E
-        QEt = Q @ np.swapaxes(E, 1, 2)
-        gv = (KE * Q).sum(-1).reshape(-1, H, K.shape[1] // H).sum(-1)
-        return np.concatenate([gv, (vr[:, :, None] * QEt).reshape(y.shape[0], -1),
-                               (vr[:, :, None] * KE).reshape(y.shape[0], -1)], axis=1)
-
     ties = training.tied_eigenspaces(lam)
 
     def events(y):
-        M = parts(y)[4]
+        M = field.parts(y)[3]
         if ties:
             return training.learned_fractions(M, lam, N) - 0.5
         return np.diagonal(M, axis1=1, axis2=2) / opt - 0.5
 
     def observe(y):
-        v, K, Q, vr, M = parts(y)
-        heads = (vr[:, :, None] * K * Q).reshape(-1, H, K.shape[1] // H, D).sum(2)
+        v, K, Q, M = field.parts(y)
+        heads = v[:, :, None] * (K * Q).sum(2)
         return np.concatenate([M.reshape(-1, D * D), heads.reshape(-1, H * D)], axis=1)
 
     row_rank = np.concatenate([ranks, ranks])[:nb]
@@ -564,9 +575,10 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
         return True
 
     grid = np.concatenate([[0.0], np.geomspace(t_first, t_max, max(2, int(math.ceil(per_decade * math.log10(t_max / t_first))) + 1))])
-    run = integrate_batch(fun, Y0, newton=field, t_bound=bound, rtol=tol, atol=atol, first_step=min(t_first, t_max),
-                          sizes=np.concatenate([sizes, sizes])[:nb], record=grid, observe=observe, events=events,
-                          control=control, layout=layout, fun_cost=8.0 * P * D * D, budget=budget, latest=True,
+    run = integrate_batch(lambda _t, y: field.field(y), Y0, newton=field, t_bound=bound, rtol=tol, atol=atol,
+                          first_step=min(t_first, t_max), sizes=np.concatenate([sizes, sizes])[:nb], record=grid,
+                          observe=observe, events=events, control=control, layout=layout,
+                          fun_cost=lambda w: field.costs(H, field.rank_of(w), D)[0], budget=budget, latest=True,
                           tick=tick, what="population gradient flow")
     T = float(np.max(run.t_end[:S]))
     n_rec = int(np.searchsorted(grid, T, side="right"))
@@ -575,11 +587,11 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     obs = run.obs[:S, :n_rec]
     M = obs[..., :D * D].reshape(S, n_rec, D, D)
     heads = obs[..., D * D:].reshape(S, n_rec, H, D)
-    v, K, Q = field.split(run.y[:S])
+    v, K, Q, _ = field.parts(run.y[:S])
     Rmax = K0.shape[2]
     final = {"r": v[:, :, None].copy(), "K": np.zeros((S, H, Rmax, D)), "Q": np.zeros((S, H, Rmax, D))}
-    final["K"][:, :, :R] = K.reshape(S, H, R, D)
-    final["Q"][:, :, :R] = Q.reshape(S, H, R, D)
+    final["K"][:, :, :R] = K
+    final["Q"][:, :, :R] = Q
     short = run.budget_hit & (run.t_end < bound)  # rows the budget stopped before their end
     stopped = ["budget" if short[k] or (run.budget_hit and not released[0]) else "stop" if by_rule[k] else "t_max"
                for k in range(S)]
@@ -829,8 +841,8 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
         return True
 
     grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
-    run = integrate_batch(fun, np.repeat(y0[None], nb, axis=0), newton=DenseNewton(jac, nb, n, jac_cost=(n + 1) * 4.0 * F * F),
-                          t_bound=bound, rtol=tol, atol=atol_rel * scale * tol / rtol, first_step=min(t_first, t_end),
+    run = integrate_batch(fun, np.repeat(y0[None], nb, axis=0),
+                          newton=DenseNewton(jac, nb, n, jac_cost=(n + 1) * 4.0 * F * F), t_bound=bound, rtol=tol, atol=atol_rel * scale * tol / rtol, first_step=min(t_first, t_end),
                           record=grid, observe=observe, events=events, control=control, fun_cost=4.0 * F * F,
                           budget=budget, latest=True, tick=tick, what="finite-sample gradient flow")
     T = float(run.t_end[0])
