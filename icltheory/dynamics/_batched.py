@@ -243,8 +243,9 @@ def integrate_batch(fun: Callable, y0: np.ndarray, *, newton, t_bound: np.ndarra
     for every row, from the dense output.  ``events(y)`` ((r, n) → (r, ne)): components whose
     first crossing from below 0 to ≥ 0 is located on the dense output (≥ 0 at t = 0: time 0);
     with ``latest`` a component falling back below 0 (at an accepted step) loses its time and
-    may cross again.  ``control(rows, t, ev)`` is called with the rows that accepted a step,
-    their times and event times, and returns True when it changed ``t_bound``.  ``layout(rows)``:
+    may cross again.  ``control(rows, t, ev)`` is called, with the rows that accepted a step,
+    their times and event times, whenever a step changed some row's event times or brought a row
+    to its bound; it returns True when it changed ``t_bound``.  ``layout(rows)``:
     the columns the rows ``rows`` use (the others are zero padding in all of them), or None for
     all: whenever the working set of rows changes, the rows are integrated on those columns only
     (``fun``, ``observe``, ``events`` and ``newton`` then see that many columns).
@@ -325,12 +326,15 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
     def store() -> None:
         for k_ in ("t", "h", "k", "ne", "fc", "fr", "cr", "ir", "g", "ev"):
             full[k_][act] = w[k_]
+        work.steps[act] += steps_w
         if cols is None:
             D_f[act] = w["D"]
         else:
             D_f[np.ix_(act, np.arange(MAX_ORDER + 3), cols)] = w["D"]
 
     recheck = True
+    steps_w = np.zeros(0, int)
+    orders_changed = True
     while True:
         if recheck:  # the working set: the rows below their bounds, and the columns they use
             t_cur = t_f.copy()
@@ -356,12 +360,20 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                     w["fc"][:] = np.nan  # the factorisations were for other columns
                 cols = new_cols
                 newton.select(act, cols)
+                steps_w = np.zeros(act.size, int)
             if not act.size:
                 break
             t, h, Dw, kr, fc, fresh, ne, crate = w["t"], w["h"], w["D"], w["k"], w["fc"], w["fr"], w["ne"], w["cr"]
             atol_w, rtol_w, sizes_w, ntol_w = w["atol"], w["rtol"], w["sizes"], w["ntol"]
+            rtol_col, inv_sizes = rtol_w[:, None], 1.0 / sizes_w
             bw = bound[act]
+            next_rec = np.where(w["ir"] < rec.size, rec[np.minimum(w["ir"], max(rec.size - 1, 0))], np.inf) \
+                if rec.size else np.full(act.size, np.inf)
             recheck = False
+            orders_changed = True
+        if orders_changed:  # the tables of the rows' orders
+            PWk, Ck, ERRk = _PW[kr], _C_OF[kr], _ERR[kr][:, None]
+            orders_changed = False
         work.iterations += 1
         # the step, clipped at the bound (the differences re-expressed for it)
         t_new = t + h
@@ -373,10 +385,9 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             ne[ci] = 0
             h[ci] = hb
             t_new[ci] = bw[ci]
-        yp = _PW[kr] @ Dw[:, :_K]
+        yp = PWk @ Dw[:, :_K]
         y_pred, psi = yp[:, 0], yp[:, 1]
-        c = h * _C_OF[kr]
-        scale = atol_w + rtol_w[:, None] * np.abs(y_pred)
+        c = h * Ck
         need = fc != c
         if need.any():
             pi = np.flatnonzero(need)
@@ -394,14 +405,14 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         conv = np.zeros(act.size, bool)
         n_iter = np.zeros(act.size, int)
         c_col = c[:, None]
-        inv_scale = 1.0 / scale
+        inv_scale = 1.0 / (atol_w + rtol_col * np.abs(y_pred))
         dn_old = None
         for it in range(_NEWTON_MAXITER):
             dy = newton.solve(c_col * fun(t_new, y) - psi - d)
             work.nfev += act.size
             work.nsolve += act.size
             q = dy * inv_scale
-            dn = np.sqrt(np.einsum("rn,rn->r", q, q) / sizes_w)
+            dn = np.sqrt(np.einsum("rn,rn->r", q, q) * inv_sizes)
             if dn_old is None:
                 step_ok = live & np.isfinite(dn)
                 fin = dn * np.minimum(1.0, 2.0 * crate) < ntol_w
@@ -442,8 +453,8 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 ne[halve] = 0
         account()
         # the local error; rejected steps shrink
-        e = d * (_ERR[kr][:, None] / (atol_w + rtol_w[:, None] * np.abs(y)))
-        err = np.sqrt((e * e).sum(1) / sizes_w)
+        e = d * (ERRk / (atol_w + rtol_col * np.abs(y)))
+        err = np.sqrt(np.einsum("rn,rn->r", e, e) * inv_sizes)
         safety = safety_of[n_iter]
         acc = conv & (err <= 1.0)
         rej = conv & ~acc
@@ -463,14 +474,14 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             t_old = t[ai].copy()
             t_rows = t_new[ai]
             t[ai] = t_rows
-            work.steps[rows] += 1
+            steps_w[ai] += 1
             fresh[ai] = False
             ne[ai] += 1
             Dk = _UPD_A[kc] @ Dw[ai] + _UPD_B[kc][:, :, None] * d[ai][:, None, :]
             h_used = t_rows - t_old
             # records and events from the dense output of the step just taken (order k, the
             # differences at the new point before any change of step size)
-            if rec.size:
+            if (t_rows >= next_rec[ai]).any():
                 irw = w["ir"]
                 lo = irw[ai]
                 hi = np.searchsorted(rec, t_rows, side="right")
@@ -482,6 +493,8 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                     Cb = _newton_basis((rec[ii] - t_rows[rr]) / h_used[rr]) * _PW[kc[rr], 0]
                     obs[rows[rr], ii] = np.asarray(obs_fn((Cb[:, None, :] @ Dk[rr, :_K])[:, 0]))
                     irw[aidx[wi]] = hi[wi]
+                    next_rec[aidx[wi]] = np.where(hi[wi] < rec.size, rec[np.minimum(hi[wi], rec.size - 1)], np.inf)
+            ev_changed = False
             if events is not None:
                 g_new = np.asarray(events(Dk[:, 0]), float)
                 gp = w["g"][ai]
@@ -490,10 +503,12 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 if latest:
                     drop = (g_new < 0) & np.isfinite(evr)
                     if drop.any():
+                        ev_changed = True
                         for j, m in zip(*np.nonzero(drop)):
                             undone[int(rows[j])].append((int(m), float(evr[j, m])))
                         evr = np.where(drop, np.nan, evr)
                 if flip.any():
+                    ev_changed = True
                     for j, m in zip(*np.nonzero(flip)):
                         coef = Dk[j, :kc[j] + 1].copy()
                         tn, hu = float(t_rows[j]), float(h_used[j])
@@ -527,13 +542,16 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 # a small increase at the same order is not taken: it would cost a new factorisation
                 factor = np.where((new_k == sk) & (factor >= 1.0) & (factor < _MIN_INCREASE), 1.0, factor)
                 Dk[sel, :_K] = _rescale_matrices(new_k, factor) @ Dk[sel, :_K]
-                kr[ga] = new_k
+                if (new_k != sk).any():
+                    kr[ga] = new_k
+                    orders_changed = True
                 h[ga] *= factor
                 ne[ga] = 0
             Dw[ai] = Dk
-            if control is not None and control(rows, t_rows, w["ev"][ai]):
+            at_bound = (t_rows >= bw[ai]).any()
+            if control is not None and (ev_changed or at_bound) and control(rows, t_rows, w["ev"][ai]):
                 recheck = True
-            if (t_rows >= bw[ai]).any():
+            if at_bound:
                 recheck = True
         if tick is not None and work.iterations % 200 == 0:
             tick(float(np.min(np.minimum(t / np.maximum(bw, 1e-300), 1.0))), what)
