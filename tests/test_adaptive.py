@@ -90,9 +90,9 @@ def test_batched_rows_equal_single_rows():
     the learning times it has alone."""
     s = SeparateSetting.parse({"profile": "quick", "seeds": 2})
     p0 = training.init_separate(np.random.default_rng(4), 2, s.H, 1, s.D, s.w_init)
-    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=1.0, rtol=1e-9, atol_rel=1e-12, budget=1e13)
+    kw = dict(t_max=s.steps * s.lr, t_first=s.lr, n_learn=4, settle=1.0, rtol=1e-7, atol_rel=1e-10, budget=1e13)
     both = flows.separate_population_flow(s.lam, s.N, p0, **kw)
-    one = flows.separate_population_flow(s.lam, s.N, {k: v[1:] for k, v in p0.items()}, **kw)
+    one = flows.separate_population_flow(s.lam, s.N, {k: v[1:] for k, v in p0.items()}, **dict(kw, check=None))
     assert both.solver["method"] == "NDF" and both.solver["rows"] == 4  # two runs, two re-solves
     assert np.allclose(both.solver["events"][1], one.solver["events"][0], rtol=1e-12)
 
@@ -103,8 +103,8 @@ def test_rows_of_different_ranks_pause_and_continue():
     a run of it alone; the row that stopped first is continued to the common end."""
     s = RankSetting.parse({"profile": "quick", "H": 3, "lambdas": "0.4,0.3,0.2,0.1", "seeds": 1})
     p0 = training.init_separate(np.random.default_rng(5), 2, s.H, [2, 1], s.D, s.w_init)
-    kw = dict(t_max=10 * s.steps * s.lr, t_first=s.lr, n_learn=3, settle=0.25, rtol=1e-9, atol_rel=1e-12,
-              budget=1e13)
+    kw = dict(t_max=10 * s.steps * s.lr, t_first=s.lr, n_learn=3, settle=0.25, rtol=1e-8, atol_rel=1e-11,
+              budget=1e13, check=None)
     both = flows.separate_population_flow(s.lam, s.N, p0, **kw)
     alone = flows.separate_population_flow(s.lam, s.N, {k: v[1:] for k, v in p0.items()}, **kw)
     assert np.all(np.isfinite(both.solver["events"][:, :3]))
@@ -363,7 +363,7 @@ def test_batch_rows_are_independent_and_can_pause():
 
 def test_batch_integrator_stiff_robertson():
     """A stiff problem (Robertson's kinetics, stiffness ratio ~1e10) to 1e5: within 1e-6 of a
-    SciPy Radau reference at rtol 1e-12."""
+    SciPy LSODA reference at rtol 1e-11."""
     from scipy.integrate import solve_ivp
 
     from icltheory.dynamics import DenseNewton, integrate_batch
@@ -383,7 +383,7 @@ def test_batch_integrator_stiff_robertson():
     rec = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5]
     run = integrate_batch(f, np.array([[1.0, 0.0, 0.0]]), newton=DenseNewton(jac, 1, 3), t_bound=np.array([1e5]),
                           rtol=1e-8, atol=1e-14, first_step=1e-6, record=rec)
-    ref = solve_ivp(lambda t, y: f(t, y[None])[0], (0, 1e5), [1.0, 0.0, 0.0], method="Radau", rtol=1e-12, atol=1e-18,
+    ref = solve_ivp(lambda t, y: f(t, y[None])[0], (0, 1e5), [1.0, 0.0, 0.0], method="LSODA", rtol=1e-11, atol=1e-17,
                     t_eval=rec, jac=lambda t, y: jac(t, y[None])[0])
     assert np.max(np.abs(run.obs[0] - ref.y.T) / np.abs(ref.y.T)) < 1e-6
 
