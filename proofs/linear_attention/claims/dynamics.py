@@ -547,7 +547,7 @@ class SaddleToSaddle(Claim):
 
 class RankPlateaus(Claim):
     r"""Measured per rank and seed, on the population gradient flow from the Fig. 4
-    initialisation (adaptive LSODA; ``integrator=gd`` for GD): the learning times (events), and
+    initialisation (adaptive, its accuracy measured; ``integrator=gd`` for GD): the learning times (events), and
     between consecutive learning times whether the loss shows a *clear* plateau (descent rate
     in ln t below a tenth of both drops' for ≥ 2 drop widths and ≥ 0.1 in ln t, drops ≥ 3% of
     the loss range).  Judged: no seed shows a clear plateau inside a stage (at m not a multiple

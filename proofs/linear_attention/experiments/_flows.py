@@ -459,7 +459,7 @@ def _accuracy_record(check: float, check_rtol: float, ev, delta, per_decade: int
             "record_spacing": math.log(10.0) / per_decade, "stopped": list(stopped), "work": work}
 
 
-#: rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
+#: with SciPy's solvers, rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
 #: block diagonal, factorised whole) up to this many states in all: that pays while the dense
 #: factorisation stays small (Fig. 3's six rows of 45 states on LSODA: 0.7 s against 1.3 s one
 #: row at a time)
@@ -528,14 +528,9 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
     Y0 = np.concatenate([y0, y0]) if check is not None else y0
     tol = np.concatenate([np.full(S, rtol), np.full(S, rtol / check)]) if check is not None else np.full(S, rtol)
     atol = np.concatenate([rms, rms])[:nb] * atol_rel * tol / rtol
-    opt = np.diagonal(pop.population_optimum(lam, N))
-    ties = training.tied_eigenspaces(lam)
 
     def events(y):
-        M = field.parts(y)[3]
-        if ties:
-            return training.learned_fractions(M, lam, N) - 0.5
-        return np.diagonal(M, axis1=1, axis2=2) / opt - 0.5
+        return training.learned_fractions(field.parts(y)[3], lam, N) - 0.5
 
     def observe(y):
         v, K, Q, M = field.parts(y)
