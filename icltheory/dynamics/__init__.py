@@ -1,5 +1,6 @@
-"""Dynamics machinery: the one GD driver, ODE integration with events, plateau detection,
-threshold times and scaling fits."""
+"""Dynamics machinery: the one GD driver, ODE integration with events (SciPy's solvers stepped
+one by one, and a lockstep batch of adaptive NDF rows with the caller's linear algebra), the
+comparison of a run with its re-solve, plateau detection, threshold times and scaling fits."""
 
 from ._driver import Trace as Trace
 from ._driver import run_gd as run_gd
