@@ -146,14 +146,23 @@ def test_embedding_puts_the_heads_in_the_relevant_block():
 
 
 @pytest.mark.slow
-def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
+def test_drop_times_claim_holds_and_a_wrong_first_drop_fails(monkeypatch):
     c = get_claim("linattn.separate.drop-times")
     s = DropTimesSetting.parse({"profile": "quick"})
+    assert s.integrator == "gd" and s.rtol is None  # the record names no adaptive solver it does not use
     m = measure_claim(c, s)
     v = judge_claim(c, s, m)
     assert v.verdict == "holds", v.summary()
+    ode = [ch for ch in v.checks if "per-head ODE's measured error" in ch.name]
+    assert ode and ode[0].passed and max(ode[0].measured) < 1e-8
     wrong = [1.15 * x for x in c.constants(s)["first_drop_times"]]
     assert judge_claim(c, s, m, predict={"first_drop_times": wrong}).verdict == "fails"
+    # the per-head ODE's accuracy check integrating at rtol 0.1 (its re-solve moves the first drops
+    # by ≈ 3%): a prediction not accurate to a tenth of the claimed 10% leaves the verdict undecided
+    consts = c.constants(s)
+    monkeypatch.setattr(dtt, "ODE_RTOL", 0.1)
+    v = judge_claim(c, s, m, constants=consts)
+    assert v.verdict == "inconclusive" and any("per-head ODE's numerical error" in r for r in v.reasons), v.summary()
 
 
 def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():

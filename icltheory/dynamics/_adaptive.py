@@ -23,9 +23,15 @@ than calling ``solve_ivp``) so that
   stops with ``stopped="budget"`` when a given budget is spent (the caller says
   ``inconclusive``, naming it).  Budgets are in work, never in steps.
 
-The accuracy of a run is that of the solver's local error control: each step's error estimate
-is kept below ``atol + rtol·|y|`` componentwise; ``rtol`` and ``atol`` are recorded in the
-solution so that callers write them beside the checks they feed.
+The solver controls only its *local* error (each step's estimate below ``atol + rtol·|y|``
+componentwise); the error of what a caller reads — an event time after a long plateau, a curve
+through a drop — is that local error propagated through the flow, and is not known from the
+tolerances.  So a run's accuracy is **measured after the fact**: ``extra["refine"](factor)``
+re-solves the same problem over the same window (to the run's end, no stop rule) at
+``factor`` × tighter tolerances, and :func:`compare_solutions` gives the differences in the
+event times (in ln t) and in any observable on the record grid — an estimate of the coarser
+run's error (the finer one's is ``factor`` × smaller while the error shrinks with the
+tolerance).  ``rtol`` and ``atol`` are recorded in the solution as the solver received them.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ import numpy as np
 
 from ..core._threads import one_blas_thread
 
-__all__ = ["AdaptiveSolution", "SolverWork", "integrate_adaptive", "adaptive_work", "STEP_OVERHEAD"]
+__all__ = ["AdaptiveSolution", "SolverWork", "integrate_adaptive", "adaptive_work", "STEP_OVERHEAD",
+           "compare_solutions", "RunDifference"]
 
 #: flop-equivalents of one Python-level call into the solver's step (interpreter overhead of
 #: a SciPy step ≈ 50–100 µs at the ≈ 1e9 flop-equivalents per second the budgets assume)
@@ -94,7 +101,9 @@ class AdaptiveSolution:
     """A recorded run: ``t`` (record times reached, then the end time), ``y`` (len(t), n),
     first event crossing times (nan: none), why it stopped and the work it took.
     ``extra["resume"](until)`` continues the same solver (no stop rule) to time ``until`` and
-    returns the extended solution (record times beyond the old end are filled in)."""
+    returns the extended solution (record times beyond the old end are filled in);
+    ``extra["refine"](factor, budget)`` re-solves the same problem from 0 to ``t_end`` (no stop
+    rule, the same record times and events) with rtol and atol divided by ``factor``."""
 
     t: np.ndarray
     y: np.ndarray
@@ -109,11 +118,19 @@ class AdaptiveSolution:
 
 
 def _root(f: Callable[[float], float], a: float, b: float, fa: float, fb: float) -> float:
-    """A sign change of f in [a, b] (fa < 0 ≤ fb), by Brent's method to ~1e-14 relative."""
+    """A sign change of f in [a, b] (fa < 0 ≤ fb at the accepted steps), by Brent's method to
+    ~1e-14 relative on f (the dense output); where the dense output does not reproduce the sign
+    change at the ends (a loose tolerance: the interpolant and the steps disagree), the linear
+    interpolation of the step values."""
     if fb == 0.0:
         return b
     from scipy.optimize import brentq
 
+    ga, gb = f(a), f(b)
+    if not (ga < 0.0 <= gb):
+        return a + (b - a) * (-fa) / (fb - fa)
+    if gb == 0.0:
+        return b
     return float(brentq(f, a, b, xtol=1e-14 * max(abs(b), 1e-300), rtol=4 * np.finfo(float).eps, maxiter=200))
 
 
@@ -142,6 +159,7 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
     if method not in solvers:
         raise ValueError(f"unknown method {method!r}")
     y0 = np.asarray(y0, dtype=float)
+    y_init = y0.copy()  # for a re-solve (the solver may hold y0 itself)
     n = y0.size
     rec = np.asarray(record if record is not None else [], dtype=float)
     kw = {"jac": jac} if jac is not None and method in ("BDF", "Radau", "LSODA") else {}
@@ -226,6 +244,11 @@ def integrate_adaptive(fun, y0, t_max: float, *, jac=None, method: str = "BDF", 
                                stopped, work, method, float(rtol), float(np.max(atol)))
         sol.extra["resume"] = lambda until: finish(_resumed(stopped, advance(until, None)))
         sol.extra["undone"] = list(undone)
+        t_end = float(solver.t)
+        sol.extra["refine"] = lambda factor, budget=math.inf: integrate_adaptive(
+            fun, y_init, t_end, jac=jac, method=method, rtol=rtol / factor, atol=np.asarray(atol) / factor,
+            record=rec[rec <= t_end], events=events, fun_cost=fun_cost, jac_cost=jac_cost, budget=budget,
+            first_step=first_step, tick=tick, latest=latest, what=f"{what} (re-solved at {factor:g}× tighter tolerances)")
         return sol
 
     return finish(advance(t_max, stop))
@@ -235,3 +258,44 @@ def _resumed(before: str, now: str) -> str:
     """A run that had stopped on its condition and was continued keeps that reason unless the
     continuation itself ran out of budget."""
     return now if now == "budget" or before != "stop" else "stop"
+
+
+@dataclass
+class RunDifference:
+    """Two solutions of the same problem compared: per event component, |ln t_a − ln t_b|
+    (0 where both are nan, or both 0; inf where only one solution has the event); per record
+    time both reached, the observable's difference (``values``: (times, ...)); ``times``: those
+    record times."""
+
+    events: np.ndarray
+    values: np.ndarray
+    times: np.ndarray
+
+    @property
+    def event_error(self) -> float:
+        return float(np.max(self.events, initial=0.0))
+
+    @property
+    def value_error(self) -> float:
+        return float(np.max(np.abs(self.values), initial=0.0))
+
+
+def compare_solutions(a: AdaptiveSolution, b: AdaptiveSolution, observe=None) -> RunDifference:
+    """The differences between two solutions of one problem on the same record times (e.g. a run
+    and its ``extra["refine"]`` re-solve): event times in ln t, and ``observe(y)`` (y: (times,
+    n); default y itself) at the record times both solutions reached (their appended end points
+    excluded unless they coincide)."""
+    ea, eb = np.asarray(a.events, float), np.asarray(b.events, float)
+    fa, fb = np.isfinite(ea), np.isfinite(eb)
+    ev = np.zeros(ea.shape)
+    ev[fa != fb] = np.inf
+    both = fa & fb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.abs(np.log(ea[both]) - np.log(eb[both]))
+    ev[both] = np.where(ea[both] == eb[both], 0.0, d)
+    n = 0
+    while n < min(a.t.size, b.t.size) and a.t[n] == b.t[n]:
+        n += 1
+    obs = observe if observe is not None else (lambda y: y)
+    values = (np.asarray(obs(a.y[:n])) - np.asarray(obs(b.y[:n]))) if n else np.zeros((0,))
+    return RunDifference(ev, values, a.t[:n].copy())

@@ -286,15 +286,19 @@ class _HeadsSetting(_SeparateBase):
             self._set("integrator", "gd" if explicit_gd else "flow")
 
 
-#: the population simulator: "flow" integrates the gradient flow adaptively (LSODA, analytic
-#: Jacobian; tolerance ``rtol``), "gd" runs GD at step ``lr`` for at most ``steps`` steps; "auto"
-#: is "gd" when ``lr`` or ``steps`` is given (a claim about GD at that step) and "flow" otherwise
-_INTEGRATOR = dict(doc="population simulator: flow (adaptive LSODA through the plateaus, tolerance rtol; the "
-                       "horizon is 10 × steps × lr; it stops itself once every direction is learned and settled) | gd (GD at step lr, at most steps steps) | auto (gd when lr or "
-                       "steps is given, else flow)")
+#: the population simulator: "flow" integrates the gradient flow adaptively (an implicit
+#: multistep method per row, the rows in one lockstep batch; tolerance ``rtol``, its accuracy
+#: measured by a re-solve at 10× tighter tolerances), "gd" runs GD at step ``lr`` for at most
+#: ``steps`` steps; "auto" is "gd" when ``lr`` or ``steps`` is given (a claim about GD at that
+#: step) and "flow" otherwise
+_INTEGRATOR = dict(doc="population simulator: flow (adaptive through the plateaus, tolerance rtol, its accuracy "
+                       "measured by a re-solve at 10× tighter tolerances; the horizon is 10 × steps × lr; it stops "
+                       "itself once every direction is learned and settled) | gd (GD at step lr, at most steps "
+                       "steps) | auto (gd when lr or steps is given, else flow)")
 #: the flow's relative tolerance per profile (atol = 1e-3 × rtol × the rms initial weight)
 _RTOL = dict(min=1e-13, max=1e-3, by_profile=(1e-6, 1e-7, 1e-9),
-             doc="relative tolerance of the adaptive flow (atol = 1e-3·rtol × the rms initial weight)")
+             doc="relative tolerance of the adaptive flow (atol = 1e-3·rtol × the rms initial weight; its re-solve "
+                 "runs at rtol/10)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icltheory.core import Float, Int, lazy_module
+from icltheory.core import Choice, Float, Int, lazy_module
 
 from .settings import STEPS_MAX, InitScaleSetting, SeparateSetting, _steps
 
@@ -90,6 +90,9 @@ class DropTimesSetting(SeparateSetting):
     code_lr: float | None = Float(None, min=1e-300, max=1e300, by_profile=(0.02, 0.02, 0.02),
                                   doc="the reference code's --lr (Fig. 3: 0.02, every profile)")
     rel_tol: float = Float(0.1, min=1e-6, max=1.0, doc="claimed relative accuracy of the judged drop times")
+    integrator: str = Choice("gd", ("gd",), doc="both runs are GD at step lr (the claim is about training; no "
+                                                "adaptive solver)")
+    rtol: float | None = Float(None, min=1e-13, max=1e-3, doc="(unused here: no adaptive solver)")
 
     horizon_factor: float | None = Float(None, min=1e-3, max=100.0, by_profile=(0.2, 1.0, 2.0),
                                          doc="run for this many × the theory's time for the slowest direction to "

@@ -7,7 +7,7 @@ import numpy as np
 
 from icltheory.core import Plot, Series
 
-__all__ = ["ARXIV", "IDENTITY_WHY", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
+__all__ = ["ARXIV", "IDENTITY_WHY", "SOLVER_MARGIN", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
            "judge_order", "judge_visits", "judge_path_levels", "loss_plot", "steps_work"]
 
 ARXIV = "arXiv 2501.16265 (Zhang, Singh, Latham, Saxe, ICML 2025)"
@@ -15,6 +15,12 @@ ARXIV = "arXiv 2501.16265 (Zhang, Singh, Latham, Saxe, ICML 2025)"
 #: why an exact algebraic identity evaluated in float64 is judged at 1e-10 relative
 IDENTITY_WHY = ("exact algebraic identity evaluated in float64: rounding error of sums of O(N·D²) "
                 "terms is ~1e-14 relative; 1e-10 leaves four orders of margin")
+
+#: a solver's measured error (the difference to its re-solve at 10× tighter tolerances) must be at
+#: least this many times below the resolution the judges read its result at: the difference
+#: estimates the error only to within a factor of a few (it assumes the error shrinks with the
+#: tolerance; measured on Figs. 3 and 4 it falls 8–10× per decade of rtol)
+SOLVER_MARGIN = 10.0
 
 #: flop-equivalents of one Python-level GD step (interpreter and numpy call overhead ≈ 20 µs at
 #: the ≈ 1e9 flop-equivalents per second the profiles' budgets assume)

@@ -19,7 +19,7 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 
 from ..settings_init import DropTimesSetting, initial_heads
-from ._common import ARXIV, loss_plot, steps_work
+from ._common import ARXIV, SOLVER_MARGIN, loss_plot, steps_work
 from ._planted import C_N_PLUS_1, EXPERIMENTS, THEORY
 
 dt_theory = lazy_module("proofs.linear_attention.theory._drop_times")
@@ -112,6 +112,19 @@ class DropTimes(Claim):
             return
         tol = s.rel_tol
         horizon = m["horizon"]
+        ode_err = dt_theory.first_drop_error(s.lambdas, s.N, self._heads(s), 4 * s.steps * s.lr)
+        ode_ok = all(SOLVER_MARGIN * e <= tol for e in ode_err)
+        ctx.condition(f"the per-head ODE's measured error is {SOLVER_MARGIN:g}× below the claimed accuracy",
+                      True if ode_ok else None, predicted=tol / SOLVER_MARGIN,
+                      measured=[float(e) if math.isfinite(e) else None for e in ode_err],
+                      why=f"each seed's first drop time re-solved at 10× tighter tolerances (DOP853, rtol "
+                          f"{dt_theory.ODE_RTOL / 10:.0e}): |ln(T₁/T₁′)| against the claim's relative tolerance "
+                          f"{tol:g} ÷ {SOLVER_MARGIN:g} (none: one solve drops within 4 × the horizon, the other not)")
+        if not ode_ok:
+            ctx.inconclusive(f"the per-head ODE's numerical error (first drops move by up to {max(ode_err):.3g} relative "
+                             f"when re-solved at 10× tighter tolerances) is not {SOLVER_MARGIN:g}× below the claimed "
+                             f"accuracy {tol:g}")
+            return
         first = [float(x) for x in pred["first_drop_times"]]
         fs_t, pop_t = m["fs_times"], m["pop_times"]
         budget = 1e-3 / (2 * s.seeds)

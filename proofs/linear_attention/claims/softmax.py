@@ -100,7 +100,7 @@ class SoftmaxDrops(Claim):
                              "top direction (≥ 0.25), so there are no plateaus between which to count drops")
             return
         why = ("descent phases of the training loss's running minimum in log time (peaks of −dL/d ln t, "
-               f"scipy.signal.find_peaks); a drop loses ≥ {_DROP:.0%} of the total descent, phases within a "
+               f"its local maxima); a drop loses ≥ {_DROP:.0%} of the total descent, phases within a "
                "factor 1.5 of that are borderline (then undecided)")
         ms, mm_ = self._count(m["merged_phases"])
         ss, sm_ = self._count(m["separate_phases"])

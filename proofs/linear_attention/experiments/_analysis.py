@@ -30,7 +30,7 @@ from . import _training as training
 from ._training import Run
 
 __all__ = ["Visit", "RunReading", "read_run", "order_violations", "head_groups", "count_drops",
-           "descent_phases", "settled", "order_controls"]
+           "local_maxima", "descent_phases", "settled", "order_controls"]
 
 
 @dataclass
@@ -156,6 +156,25 @@ def count_drops(t, y, *, ends_converged: bool) -> int:
     return len(levels) - 1
 
 
+def local_maxima(x) -> list[int]:
+    """Indices of the interior local maxima of x: samples above the sample before and the first
+    different sample after; a flat top (equal samples) counts once, at its middle (rounded
+    down)."""
+    x = np.asarray(x, float)
+    out, i, n = [], 1, x.size
+    while i < n - 1:
+        if x[i - 1] < x[i]:
+            j = i + 1
+            while j < n - 1 and x[j] == x[i]:
+                j += 1
+            if x[j] < x[i]:
+                out.append((i + j - 1) // 2)
+                i = j
+                continue
+        i += 1
+    return out
+
+
 def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, valley: float = 0.5) -> list[float]:
     """The loss's descent in log time, split into phases.  The curve is first replaced by its
     running minimum (training progress: a transient spike of GD is not a drop); on a uniform grid
@@ -163,14 +182,12 @@ def descent_phases(t, y, *, grid: int = 600, smooth: int = 7, valley: float = 0.
     minima between its peaks, keeping only minima where the rate falls below ``valley`` × the
     lower of the two neighbouring peaks (a real slowdown between two drops, not a wobble in one
     broad descent).  Returns the fraction of the total descent y(t₀) − min y lost in each phase."""
-    from scipy.signal import find_peaks
-
     u = np.log(np.asarray(t, float))
     y = np.minimum.accumulate(np.asarray(y, float))
     uu = np.linspace(u[0], u[-1], grid)
     yy = np.interp(uu, u, y)
     rate = np.convolve(-np.gradient(yy, uu), np.ones(smooth) / smooth, mode="same")
-    peaks = list(find_peaks(rate)[0])
+    peaks = local_maxima(rate)
     cuts = [0]
     while len(peaks) > 1:  # merge the pair of neighbouring peaks with the shallowest valley between
         dips = [(float(rate[a:b].min()) / max(min(rate[a], rate[b]), 1e-300), i) for i, (a, b) in enumerate(zip(peaks, peaks[1:]))]
@@ -198,12 +215,14 @@ def settled(lam, N: int, n_learn, settle: float):
 
 
 def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, steps: int, n_learn,
-                   settle: float, check_every: int, tick=None, flow: dict | None = None) -> list[dict]:
+                   settle: float, check_every: int, tick=None, flow: dict | None = None,
+                   margin: float = 10.0) -> list[dict]:
     """For every row and every pair λ_i > λ_j learned in the wrong order, re-run the row with the
     init of directions i and j swapped; returns, per row, {(i, j): the direction learned first in
-    the control (None: neither)}.  With ``flow`` (keyword arguments of
+    the control (None: neither, or not resolved)}.  With ``flow`` (keyword arguments of
     :func:`~._flows.separate_population_flow`) the controls integrate the gradient flow instead
-    of running GD."""
+    of running GD; a control whose two learning times differ by no more than ``margin`` × its
+    measured event-time error (ln t, from the flow's accuracy re-solve) is not resolved (None)."""
     out: list[dict] = [{} for _ in range(times.shape[0])]
     jobs = [(k, i, j) for k in range(times.shape[0]) for i, j in order_violations(times[k], lam)]
     if not jobs:
@@ -220,7 +239,13 @@ def order_controls(lam, N: int, params: dict, times: np.ndarray, *, lr: float, s
         rc = training.separate_population_gd(lam, N, pc, lr=lr, steps=steps, stop=stop, check_every=check_every,
                                              tick=tick)
     tc = training.learning_times(rc.t, training.learned_fractions(rc.M, lam, N))
+    acc = rc.solver.get("accuracy") if rc.solver is not None else None
     for r, (k, i, j) in enumerate(jobs):
         ti, tj = tc[r, i], tc[r, j]
-        out[k][(i, j)] = (i if np.isfinite(ti) and not ti > tj else j if np.isfinite(tj) else None)
+        first = i if np.isfinite(ti) and not ti > tj else j if np.isfinite(tj) else None
+        if acc is not None and first is not None:
+            gap = abs(float(np.log(ti / tj))) if np.isfinite(ti) and np.isfinite(tj) else np.inf
+            if not gap > margin * acc["event_error"][r]:
+                first = None
+        out[k][(i, j)] = first
     return out

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from icltheory.core import NumericalTrouble
-from icltheory.dynamics import integrate_flow
+from icltheory.dynamics import compare_solutions, integrate_flow
 
 from . import _population as pop
 from . import _models as models
@@ -219,7 +219,247 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
     return rhs, jac, split, costs
 
 
-#: rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
+#: the accuracy re-solve of an adaptive flow runs at tolerances this many times tighter
+CHECK_FACTOR = 10.0
+
+
+def _inverses(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Batched inverses of A (..., k, k) and which exist (a singular one is left as the identity)."""
+    try:
+        return np.linalg.inv(A), np.ones(A.shape[0], bool)
+    except np.linalg.LinAlgError:
+        out = np.broadcast_to(np.eye(A.shape[-1]), A.shape).copy()
+        ok = np.ones(A.shape[0], bool)
+        for i in range(A.shape[0]):
+            try:
+                out[i] = np.linalg.inv(A[i])
+            except np.linalg.LinAlgError:
+                ok[i] = False
+        return out, ok
+
+
+class SeparateHeadsNewton:
+    r"""The iteration matrices $I-cJ$ of rows of the separate-head population flow (H heads of
+    rank R; a row's state is $v\in\mathbb R^H$ then the pieces $(K_p,Q_p)$, $p=hR+r$, each
+    $2D$ numbers; rows of smaller rank are zero-padded), factorised by their structure.  With
+    $E$ held fixed the field is linear in each piece: $J$ couples $(K_p,Q_p)$ by
+    $v_h\begin{psmallmatrix}0&E\\E^\top&0\end{psmallmatrix}$ (one $2D\times2D$ block per head),
+    couples $v_h$ with its pieces through $g_p=(EQ_p,E^\top K_p)$ (rank 2 per head), and adds the
+    Gauss–Newton term $-A\,\mathrm{diag}(w)A^\top$, $A=\partial M/\partial y$ (rank ≤ D²).  So
+    $I-cJ=B_0+UCU^\top$ with $B_0$ block diagonal and $U$ of $m=2H+D^2$ columns, and
+    $(B_0+UCU^\top)^{-1}=B_0^{-1}-B_0^{-1}U(I+CU^\top B_0^{-1}U)^{-1}CU^\top B_0^{-1}$ (Woodbury).
+    $U^\top B_0^{-1}U$ is assembled from each head's Gram matrices ($\sum_pK_pQ_p^\top$,
+    $\sum_pK_pK_p^\top$, $\sum_pQ_pQ_p^\top$) and block inverse, never from $A$ itself: a
+    factorisation costs $O(HD^4+m^3)$ and a solve $O(HRD^2+m^2)$ per row, against $O(n^3)$ and
+    $O(n^2)$ dense ($n=H+2HRD$).  Also the field itself (:meth:`field`) and the layout helpers."""
+
+    def __init__(self, lam, N: int, H: int, R: int, rows: int):
+        lam = np.asarray(lam, float)
+        D = lam.size
+        self.H, self.Rmax, self.D = H, R, D
+        self.W = np.diag(pop.beta_second_moment(lam, N))[:, None] * lam[None, :]
+        self.w = self.W.ravel()
+        self.L2 = np.diag(lam**2)
+        m = 2 * H + D * D
+        self.m = m
+        self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, 1, H, D * D)),
+                      np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, 2 * D)))
+        self._heads = {r: np.repeat(np.arange(H), r) for r in range(1, R + 1)}
+        self.select(np.arange(rows))
+
+    @staticmethod
+    def costs(H: int, R: int, D: int) -> tuple[float, float, float]:
+        """Flop-equivalents per row of rank R (the interpreter's per-call overhead is the
+        integrator's): the field, a factorisation (block inverses, Gram assembly, the m×m inverse)
+        and a solve (block solves, the low-rank correction) — batched small products counted at
+        half their flops, the m×m inverse and the D⁴ assembly (BLAS-3) at a twentieth (measured:
+        ``benchmarks/bench_adaptive.py`` prints the counted work against the time taken)."""
+        n, m = H + 2 * H * R * D, 2 * H + D * D
+        return (4.0 * H * R * D * D,
+                0.05 * (2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3) + 4.0 * n * D,
+                2.0 * H * R * (2 * D) ** 2 + 4.0 * n * D + 2.0 * m * m)
+
+    @property
+    def factor_cost(self) -> float:
+        return self.costs(self.H, self.R, self.D)[1]
+
+    @property
+    def solve_cost(self) -> float:
+        return self.costs(self.H, self.R, self.D)[2]
+
+    def rank_of(self, width: int) -> int:
+        """The rank R of a state of ``width`` columns (H + 2HRD)."""
+        return (width - self.H) // (2 * self.H * self.D)
+
+    def columns(self, R: int) -> np.ndarray:
+        """The columns of the full (rank-Rmax) state that a rank-R state keeps: v, then the pieces
+        r < R of every head."""
+        H, Rm, D = self.H, self.Rmax, self.D
+        piece = (np.arange(H)[:, None, None] * Rm + np.arange(R)[None, :, None]) * (2 * D) + np.arange(2 * D)
+        return np.concatenate([np.arange(H), H + piece.ravel()])
+
+    def layout(self, v, K, Q) -> np.ndarray:
+        """States (rows, H + 2HRD) from v (rows, H), K, Q (rows, H, R, D)."""
+        return np.concatenate([v, np.concatenate([K, Q], axis=-1).reshape(v.shape[0], -1)], axis=1)
+
+    def split(self, y):
+        """(v (r, H), pieces (r, H, R, 2D)) of states of rank R = :meth:`rank_of`."""
+        H = self.H
+        return y[:, :H], y[:, H:].reshape(y.shape[0], H, -1, 2 * self.D)
+
+    def parts(self, y):
+        """(v, K, Q (r, H, R, D), M = Σ_p v_h K_pᵀQ_p (r, D, D)) of states."""
+        v, pc = self.split(y)
+        D = self.D
+        K, Q = pc[..., :D], pc[..., D:]
+        r = y.shape[0]
+        M = np.swapaxes((v[:, :, None, None] * K).reshape(r, -1, D), 1, 2) @ Q.reshape(r, -1, D)
+        return v, K, Q, M
+
+    def field(self, y):
+        """τẏ of the rows: v̇_h = Σ_{p∈h} K_pEQ_pᵀ, K̇_p = v_hEQ_p, Q̇_p = v_hEᵀK_p."""
+        v, K, Q, M = self.parts(y)
+        E = self.L2 - self.W * M
+        D = self.D
+        r = y.shape[0]
+        KE = K.reshape(r, -1, D) @ E
+        QEt = Q.reshape(r, -1, D) @ np.swapaxes(E, 1, 2)
+        gv = (KE * Q.reshape(r, -1, D)).sum(-1).reshape(r, self.H, -1).sum(-1)
+        pieces = np.concatenate([QEt, KE], axis=-1).reshape(r, self.H, -1) * v[:, :, None]
+        return np.concatenate([gv, pieces.reshape(r, -1)], axis=1)
+
+    def select(self, rows, cols=None) -> None:
+        """The working rows of the next factorisations and solves, on the columns ``cols`` of a
+        rank-R state (None: rank Rmax)."""
+        self.rows = rows
+        self.R = self.Rmax if cols is None else self.rank_of(len(cols))
+        Ginv, g, Nf, F, v, PC = (a[rows] for a in self._full)
+        R = self.R
+        self._work = (Ginv, g[:, :, :R].copy(), Nf, F, v, PC[:, :, :R].copy())
+
+    def factor(self, pos, _t, y, c) -> np.ndarray:
+        """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
+        H, R, D = self.H, self.R, self.D
+        r = pos.size
+        v, K, Q, M = self.parts(y)
+        pc = y[:, H:].reshape(r, H, R, 2 * D)
+        E = self.L2 - self.W * M
+        A = (c[:, None] * v)[:, :, None, None] * E[:, None]
+        G = np.zeros((r, H, 2 * D, 2 * D))
+        G[..., :D, D:] = -A
+        G[..., D:, :D] = -np.swapaxes(A, -1, -2)
+        G += np.eye(2 * D)
+        Ginv, ok = _inverses(G.reshape(r * H, 2 * D, 2 * D))
+        Ginv = Ginv.reshape(r, H, 2 * D, 2 * D)
+        ok = ok.reshape(r, H).all(1)
+        X, Y, Z = Ginv[..., :D, :D], Ginv[..., :D, D:], Ginv[..., D:, D:]
+        g = np.concatenate([Q @ np.swapaxes(E, 1, 2)[:, None], K @ E[:, None]], axis=-1)  # (EQ_p, EᵀK_p)
+        xg = Ginv @ np.swapaxes(g, -1, -2)  # (r, H, 2D, R)
+        Kt, Qt = np.swapaxes(K, -1, -2), np.swapaxes(Q, -1, -2)
+        Nh = Kt @ Q
+        SK = Kt @ K
+        SQ = Qt @ Q
+        m, D2 = self.m, D * D
+        S = np.zeros((r, m, m))
+        S[:, np.arange(H), np.arange(H)] = 1.0
+        Nf = Nh.reshape(r, H, D2)
+        S[:, :H, 2 * H:] = Nf
+        S[:, 2 * H:, :H] = np.swapaxes(Nf, 1, 2)
+        S[:, H + np.arange(H), H + np.arange(H)] = np.einsum("rhsi,rhis->rh", g, xg)
+        gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ np.swapaxes(xg[:, :, D:, :], -1, -2))).reshape(r, H, D2)
+        S[:, H:2 * H, 2 * H:] = gA
+        S[:, 2 * H:, H:2 * H] = np.swapaxes(gA, 1, 2)
+        v2 = (v * v)[:, :, None]
+        # Σ_h v_h² (X_h[a,c] SQ_h[b,d] + SK_h[a,c] Z_h[b,d]) and Σ_h v_h² Y_h[a,d] N_h[c,b], at [(a,b),(c,d)]
+        T = (np.swapaxes(np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1), 1, 2)
+             @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
+        T = T.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4)
+        Ty = (np.swapaxes(v2 * Y.reshape(r, H, D2), 1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
+        T = (T + Ty + Ty.transpose(0, 3, 4, 1, 2)).reshape(r, D2, D2)
+        S[:, 2 * H:, 2 * H:] = np.swapaxes(Nf, 1, 2) @ Nf + T
+        # C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w)); F = (I + C S)⁻¹ C
+        cdiag = np.concatenate([np.ones((r, 2 * H)), self.w[None] * np.ones((r, 1))], 1) * c[:, None]
+        CS = np.concatenate([-S[:, H:2 * H], -S[:, :H], S[:, 2 * H:]], 1) * cdiag[:, :, None]
+        inv, ok2 = _inverses(np.eye(m) + CS)
+        F = np.concatenate([-inv[:, :, H:2 * H], -inv[:, :, :H], inv[:, :, 2 * H:]], 2) * cdiag[:, None, :]
+        rows = self.rows[pos]
+        for i, (full, work, new) in enumerate(zip(self._full, self._work, (Ginv, g, Nf[:, None], F, v, pc))):
+            if i in (1, 5):
+                full[rows, :, :R] = new
+            else:
+                full[rows] = new
+            work[pos] = new
+        return ok & ok2
+
+    def solve(self, rhs):
+        """Solve with every working row's factorisation."""
+        H, D = self.H, self.D
+        Ginv, g, Nf, F, v, pc = self._work
+        r = rhs.shape[0]
+        rv = rhs[:, :H]
+        yp = np.swapaxes(Ginv @ np.swapaxes(rhs[:, H:].reshape(r, H, -1, 2 * D), -1, -2), -1, -2)  # B0⁻¹ on pieces
+        vv = v[:, :, None, None]
+        Kv = (vv * pc[..., :D]).reshape(r, -1, D)
+        Qv = (vv * pc[..., D:]).reshape(r, -1, D)
+        s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + np.swapaxes(yp[..., :D].reshape(r, -1, D), 1, 2) @ Qv
+               + np.swapaxes(Kv, 1, 2) @ yp[..., D:].reshape(r, -1, D))
+        s_g = (g * yp).sum((-1, -2))
+        z = (F @ np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1)[:, :, None])[:, :, 0]
+        Zm = z[:, 2 * H:].reshape(r, D, D)
+        w_v = z[:, :H] + (Nf[:, 0] @ z[:, 2 * H:, None])[:, :, 0]
+        wp = z[:, H:2 * H, None, None] * g + np.concatenate([Qv @ np.swapaxes(Zm, 1, 2), Kv @ Zm], -1).reshape(g.shape)
+        xp = yp - np.swapaxes(Ginv @ np.swapaxes(wp, -1, -2), -1, -2)
+        return np.concatenate([rv - w_v, xp.reshape(r, -1)], 1)
+
+
+def _loss_of(lam, N: int, H: int, R: int, B: int):
+    """y (T, B·n) of B rows of H rank-R heads ↦ each row's population loss (T, B)."""
+    lam = np.asarray(lam, float)
+    D = lam.size
+    P = H * R
+    head = np.repeat(np.arange(H), R)
+
+    def loss(y):
+        Y = np.asarray(y).reshape(y.shape[0], B, H + 2 * P * D)
+        v = Y[..., :H][..., head]
+        K = Y[..., H:H + P * D].reshape(y.shape[0], B, P, D)
+        Q = Y[..., H + P * D:].reshape(y.shape[0], B, P, D)
+        return pop.population_mse(np.einsum("tbp,tbpa,tbpc->tbac", v, K, Q), lam, N)
+
+    return loss
+
+
+def _accuracy(*, diffs, rows_of, S: int, D: int, per_decade: int, check: float, n_rec: int) -> dict:
+    """The measured accuracy of a flow, per row, from its groups' re-solves (``diffs``: one
+    :class:`~icltheory.dynamics.RunDifference` per group, its values the per-row loss) on the
+    run's first ``n_rec`` record times (a record the re-solve did not reach: nan)."""
+    ev = np.zeros(S)
+    delta = np.full((S, n_rec), np.nan)
+    stopped = [""] * S
+    for gi, rows in enumerate(rows_of):
+        d, ref = diffs[gi]
+        B = len(rows)
+        ev[rows] = np.max(d.events.reshape(B, D), axis=1, initial=0.0)
+        m = min(n_rec, d.values.shape[0])
+        delta[rows, :m] = np.asarray(d.values[:m]).reshape(m, B).T
+        for k in rows:
+            stopped[k] = ref.stopped
+    return _accuracy_record(check, min(ref.rtol for _, ref in diffs), ev, delta, per_decade, stopped,
+                            float(sum(ref.work.flops for _, ref in diffs)))
+
+
+def _accuracy_record(check: float, check_rtol: float, ev, delta, per_decade: int, stopped, work) -> dict:
+    """``solver["accuracy"]``: per row the largest learning-time difference (ln t) and loss
+    difference, the loss differences on the record grid (``loss_delta`` (rows, times), nan where
+    the re-solve has no record), the record grid's spacing in ln t."""
+    with np.errstate(invalid="ignore"):
+        lmax = np.where(np.any(np.isnan(delta), axis=1), np.inf, np.max(np.abs(np.nan_to_num(delta)), axis=1, initial=0.0))
+    return {"factor": check, "check_rtol": float(check_rtol), "event_error": [float(x) for x in ev],
+            "loss_error": [float(x) for x in lmax], "loss_delta": delta,
+            "record_spacing": math.log(10.0) / per_decade, "stopped": list(stopped), "work": work}
+
+
+#: with SciPy's solvers, rows integrated together (one solver, sharing its steps and Python overhead; its Jacobian
 #: block diagonal, factorised whole) up to this many states in all: that pays while the dense
 #: factorisation stays small (Fig. 3's six rows of 45 states on LSODA: 0.7 s against 1.3 s one
 #: row at a time)
@@ -228,31 +468,155 @@ _BATCH_STATES = 300
 
 def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
                              settle: float, rtol: float, atol_rel: float, budget: float,
-                             per_decade: int = 300, tick=None, method: str = "LSODA"):
+                             per_decade: int = 300, tick=None, method: str = "NDF",
+                             check: float | None = CHECK_FACTOR):
     r"""The gradient flow $\tau\dot\theta=-\partial L_{1/2}/\partial\theta$ of ATTN_S's relevant
-    block on the exact population loss, integrated adaptively
-    (:func:`icltheory.dynamics.integrate_adaptive` with the analytic Jacobian of
-    :func:`separate_head_field`) until every row has learned its ``n_learn`` directions and gone
-    on ``settle`` × its last learning time (or ``t_max``); then every group is continued to the
-    latest such time, so the rows share one record grid: 0 and ``per_decade`` points per decade
-    from ``t_first``.  A direction's *learning time* (its learned fraction M_dd/m*_d crossing ½:
-    a plateau's exit) is an event located on the solver's dense output; a direction that falls
-    back below ½ (a head moved on to another direction) loses it until it crosses again
-    (``solver["undone"]``: per row, the (direction, time) crossings undone).
+    block on the exact population loss, integrated adaptively until every row has learned its
+    ``n_learn`` directions and gone on ``settle`` × its last learning time (or ``t_max``); then
+    every row is continued to the latest such time, so the rows share one record grid: 0 and
+    ``per_decade`` points per decade from ``t_first``.  A direction's *learning time* (its
+    learned fraction M_dd/m*_d crossing ½: a plateau's exit) is an event located on the solver's
+    dense output; a direction that falls back below ½ (a head moved on to another direction)
+    loses it until it crosses again (``solver["undone"]``: per row, the (direction, time)
+    crossings undone).
 
-    Rows of the same rank share one solver while they fit in :data:`_BATCH_STATES` states.
-    ``method``: ``"LSODA"`` (default: Adams steps while the flow is not stiff — on the plateaus
-    and the drops — and BDF steps with the analytic Jacobian in the wells, switched by the
-    solver's own stiffness detection; 2–3× faster than BDF alone on these flows,
-    ``benchmarks/bench_adaptive.py``) or ``"BDF"`` (SciPy's, the tests' independent
-    cross-check).  LSODA's solvers are resumed after others ran: SciPy ≥ 1.17 (earlier versions
-    hold one LSODA problem at a time).
+    ``method``: ``"NDF"`` (default: :func:`icltheory.dynamics.integrate_batch`, every row — and
+    every row's accuracy re-solve — with its own adaptive NDF in one lockstep batch, rows of
+    smaller rank zero-padded, the iteration matrices factorised by their structure,
+    :class:`SeparateHeadsNewton`), or ``"LSODA"`` / ``"BDF"`` (SciPy's, one solver per group of
+    rows of one rank with the dense analytic Jacobian of :func:`separate_head_field`: the tests'
+    independent cross-checks).
 
-    ``atol`` is ``atol_rel`` × the rms initial weight of the group.  ``budget``: flop-equivalents
-    for all rows together, counted from the solver's own work; a group that exhausts it stops
-    (``solver["stopped"]``).  Returns a :class:`~._training.Run` (``lr`` nan, ``steps`` the
-    accepted solver steps of all groups) with ``solver`` = the method, tolerances, per-group
-    work, per-row stop reasons and event times."""
+    ``atol`` is ``atol_rel`` × the rms initial weight (per row; per group with SciPy).
+    ``budget``: flop-equivalents for all rows together, counted from the solver's own work; a
+    run that exhausts it stops (``solver["stopped"]``).  Returns a :class:`~._training.Run`
+    (``lr`` nan, ``steps`` the accepted solver steps of all rows) with ``solver`` = the method,
+    tolerances, work, per-row stop reasons and event times.
+
+    ``check``: the run's accuracy is measured by re-solving every row over the same window (to
+    the common end) at ``check`` × tighter tolerances (:data:`CHECK_FACTOR`; ``None``: not
+    measured): ``solver["accuracy"]`` holds, per row, the largest difference of a learning time
+    (in ln t; inf where one solve learned a direction the other did not) and of the population
+    loss on the record grid, and the re-solve's tolerance; its work is counted in
+    ``total_work`` and against ``budget``.  The record grid's spacing in ln t is
+    ``record_spacing``."""
+    if method != "NDF":
+        return _scipy_population_flow(lam, N, params, t_max=t_max, t_first=t_first, n_learn=n_learn, settle=settle,
+                                      rtol=rtol, atol_rel=atol_rel, budget=budget, per_decade=per_decade, tick=tick,
+                                      method=method, check=check)
+    from icltheory.dynamics import integrate_batch
+
+    from . import _training as training
+    from ._training import Run
+
+    lam = np.asarray(lam, float)
+    D = lam.size
+    v0 = np.asarray(params["r"][:, :, 0], float)
+    S, H = v0.shape
+    K0 = np.asarray(params["K"], float)
+    Q0 = np.asarray(params["Q"], float)
+    n_learn = np.broadcast_to(np.asarray(n_learn), (S,))
+    ranks = np.array([int(np.max(np.flatnonzero(np.any(K0[k] != 0, axis=(0, 2)) | np.any(Q0[k] != 0, axis=(0, 2))),
+                                 initial=0)) + 1 for k in range(S)])
+    R = int(ranks.max())
+    field = SeparateHeadsNewton(lam, N, H, R, 2 * S if check is not None else S)
+    y0 = field.layout(v0, K0[:, :, :R], Q0[:, :, :R])
+    sizes = H + 2 * H * ranks * D
+    rms = np.sqrt(np.sum(y0 * y0, axis=1) / sizes)
+    rms = np.where(rms > 0, rms, 1.0)
+    nb = 2 * S if check is not None else S
+    Y0 = np.concatenate([y0, y0]) if check is not None else y0
+    tol = np.concatenate([np.full(S, rtol), np.full(S, rtol / check)]) if check is not None else np.full(S, rtol)
+    atol = np.concatenate([rms, rms])[:nb] * atol_rel * tol / rtol
+
+    def events(y):
+        return training.learned_fractions(field.parts(y)[3], lam, N) - 0.5
+
+    def observe(y):
+        v, K, Q, M = field.parts(y)
+        heads = v[:, :, None] * (K * Q).sum(2)
+        return np.concatenate([M.reshape(-1, D * D), heads.reshape(-1, H * D)], axis=1)
+
+    row_rank = np.concatenate([ranks, ranks])[:nb]
+
+    def layout(rows):  # the pieces the rows' highest rank uses (the others are zero in all of them)
+        return field.columns(int(row_rank[rows].max()))
+
+    # each main row runs until it has learned its directions and gone on settle × its last learning
+    # time (its bound — and its re-solve's — is set to that time once they are learned, and lifted
+    # again if one is undone); when every main row has stopped so (or reached t_max), every row —
+    # the accuracy re-solves included — is continued to the latest such time T
+    bound = np.full(nb, float(t_max))
+    t_now = np.zeros(nb)
+    released = [False]
+    by_rule = np.zeros(S, bool)
+
+    def control(rows, t, ev):
+        t_now[rows] = t
+        if released[0]:
+            return False
+        main = rows < S
+        if not main.any():
+            return False
+        k, e, tm = rows[main], ev[main], t[main]
+        done = np.isfinite(e)
+        by_rule[k] = done.sum(1) >= n_learn[k]
+        last = np.max(np.where(done, e, 0.0), axis=1)
+        bound[k] = np.where(by_rule[k], np.maximum(tm, (1.0 + settle) * last), float(t_max))
+        bound[S:] = bound[:nb - S]
+        if np.all(t_now[:S] >= bound[:S]):
+            released[0] = True
+            bound[:] = float(np.max(t_now[:S]))
+        return True
+
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_max, max(2, int(math.ceil(per_decade * math.log10(t_max / t_first))) + 1))])
+    run = integrate_batch(lambda _t, y: field.field(y), Y0, newton=field, t_bound=bound, rtol=tol, atol=atol,
+                          first_step=min(t_first, t_max), sizes=np.concatenate([sizes, sizes])[:nb], record=grid,
+                          observe=observe, events=events, control=control, layout=layout,
+                          fun_cost=lambda w: field.costs(H, field.rank_of(w), D)[0], budget=budget, latest=True,
+                          tick=tick, what="population gradient flow")
+    T = float(np.max(run.t_end[:S]))
+    n_rec = int(np.searchsorted(grid, T, side="right"))
+    n_rec = min([n_rec] + [int(np.sum(np.isfinite(run.obs[k, :, 0]))) for k in range(S)])
+    t = grid[:n_rec]
+    obs = run.obs[:S, :n_rec]
+    M = obs[..., :D * D].reshape(S, n_rec, D, D)
+    heads = obs[..., D * D:].reshape(S, n_rec, H, D)
+    v, K, Q, _ = field.parts(run.y[:S])
+    Rmax = K0.shape[2]
+    final = {"r": v[:, :, None].copy(), "K": np.zeros((S, H, Rmax, D)), "Q": np.zeros((S, H, Rmax, D))}
+    final["K"][:, :, :R] = K
+    final["Q"][:, :, :R] = Q
+    short = run.budget_hit & (run.t_end < bound)  # rows the budget stopped before their end
+    stopped = ["budget" if short[k] or (run.budget_hit and not released[0]) else "stop" if by_rule[k] else "t_max"
+               for k in range(S)]
+    loss = pop.population_mse(M, lam, N)
+    solver = {"method": "NDF", "jacobian": "analytic (structured: per-head blocks + rank 2H + D²)",
+              "rtol": float(run.rtol[0]), "atol_rel": atol_rel, "t_end": float(t[-1]), "rows": nb,
+              "stopped": stopped, "work": [run.work.as_dict()], "total_work": run.work.flops,
+              "events": run.events[:S].copy(), "undone": [list(u) for u in run.undone[:S]],
+              "steps": [int(x) for x in run.work.steps]}
+    if check is not None:
+        ev_a, ev_b = run.events[:S], np.where(run.events[S:] <= T, run.events[S:], np.nan)
+        fa, fb = np.isfinite(ev_a), np.isfinite(ev_b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            de = np.where(fa & fb, np.abs(np.log(ev_a) - np.log(ev_b)), np.where(fa != fb, np.inf, 0.0))
+        de = np.where(fa & fb & (ev_a == ev_b), 0.0, de)
+        Mb = run.obs[S:, :n_rec, :D * D].reshape(S, n_rec, D, D)
+        with np.errstate(invalid="ignore"):
+            delta = loss - pop.population_mse(Mb, lam, N)
+        solver["accuracy"] = _accuracy_record(
+            check, rtol / check, np.max(de, axis=1, initial=0.0), delta, per_decade,
+            ["budget" if short[S + k] or (run.budget_hit and not released[0]) else "bound" for k in range(S)], None)
+    return Run(t, loss, M, final, float("nan"), int(run.work.steps[:S].sum()), heads=heads, solver=solver)
+
+
+def _scipy_population_flow(lam, N: int, params: dict, *, t_max: float, t_first: float, n_learn,
+                           settle: float, rtol: float, atol_rel: float, budget: float,
+                           per_decade: int = 300, tick=None, method: str = "LSODA",
+                           check: float | None = CHECK_FACTOR):
+    """:func:`separate_population_flow` with one SciPy solver (LSODA or BDF) per group of rows."""
+
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
@@ -340,28 +704,180 @@ def separate_population_flow(lam, N: int, params: dict, *, t_max: float, t_first
             undone[rows[c // D]].append((c % D, t_up))
         for k in rows:
             stopped[k] = sol.stopped
-    solver = {"method": method, "jacobian": "analytic", "rtol": rtol, "atol_rel": atol_rel, "t_end": float(t[-1]),
-              "groups": groups, "stopped": stopped, "work": [sol.work.as_dict() for sol in sols],
-              "total_work": spent, "events": events, "undone": undone}
+    solver = {"method": method, "jacobian": "analytic", "rtol": float(max(sol.rtol for sol in sols)),
+              "atol_rel": atol_rel, "t_end": float(t[-1]), "groups": groups, "stopped": stopped,
+              "work": [sol.work.as_dict() for sol in sols], "total_work": spent, "events": events, "undone": undone}
+    if check is not None:  # the accuracy re-solves: every group again at check × tighter tolerances
+        diffs = []
+        for gi, rows in enumerate(groups):
+            R, split = fields[gi]
+            ref = sols[gi].extra["refine"](check, max(budget - spent, 0.0))
+            spent += ref.work.flops
+            diffs.append((compare_solutions(sols[gi], ref, _loss_of(lam, N, H, R, len(rows))), ref))
+        solver["accuracy"] = _accuracy(diffs=diffs, rows_of=groups, S=S, D=D, per_decade=per_decade,
+                                       check=check, n_rec=n_rec)
+        solver["total_work"] = spent
     return Run(t, pop.population_mse(M, lam, N), M, final, float("nan"),
                int(sum(sol.work.steps for sol in sols)), heads=heads, solver=solver)
 
 
+def finite_sample_field(moments, H: int, R: int):
+    r"""The gradient flow of the whole ATTN_S model (:class:`~._models.SeparateHeads`, H heads of
+    rank R) on the quadratic form ``moments``, for rows of parameter vectors (r (H, A), K (H, R,
+    B), Q (H, R, D) concatenated): (fun, theta, unpack) — ``fun(t, y)`` = −∂L_{1/2}/∂params (the
+    model's pullback of CΘ − g, in batched matrix products), ``theta(y)`` the rows' Θ, ``unpack(y)``
+    the parameter dict."""
+    A_, B_, D = moments.A, moments.B, moments.D
+    shapes = [(H, A_), (H, R, B_), (H, R, D)]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    C, gvec = moments.on()
+
+    def unpack(y):
+        out, k0 = {}, 0
+        for name, sh, m in zip(("r", "K", "Q"), shapes, sizes):
+            out[name] = y[:, k0:k0 + m].reshape((-1,) + sh)
+            k0 += m
+        return out
+
+    def heads(y):
+        p = unpack(y)
+        KQ = np.swapaxes(p["K"], -1, -2) @ p["Q"]  # (r, H, B, D): K_iᵀQ_i
+        theta = (np.swapaxes(p["r"], 1, 2) @ KQ.reshape(y.shape[0], H, -1)).reshape(y.shape[0], -1)
+        return p, KQ, theta
+
+    def fun(_t, y):
+        p, KQ, theta = heads(y)
+        r = y.shape[0]
+        Gt = (theta @ C - gvec).reshape(r, A_, -1)  # ∂L/∂Θ as (A, B·D)
+        g_r = KQ.reshape(r, H, -1) @ np.swapaxes(Gt, 1, 2)  # (r, H, A)
+        Gr = (p["r"] @ Gt).reshape(r, H, B_, D)  # ∂L/∂(K_iᵀQ_i)
+        g_K = p["Q"] @ np.swapaxes(Gr, -1, -2)
+        g_Q = p["K"] @ Gr
+        return -np.concatenate([g_r.reshape(r, -1), g_K.reshape(r, -1), g_Q.reshape(r, -1)], axis=1)
+
+    return fun, (lambda y: heads(y)[2]), unpack
+
+
 def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
                                 rtol: float, atol_rel: float, budget: float, per_decade: int = 300,
-                                method: str = "BDF", n_learn: int | None = None, settle: float = 1.0,
-                                tick=None):
+                                method: str = "NDF", n_learn: int | None = None, settle: float = 1.0,
+                                tick=None, check: float | None = CHECK_FACTOR):
     r"""The gradient flow of the whole ATTN_S model on the training loss of the sequences behind
     ``moments`` (the O(F²) quadratic form of :class:`~._models.QuadraticMoments`), from the
-    full-model ``params`` (one seed row) to ``t_end``, adaptively (BDF; its Jacobian by SciPy's
-    finite differences: n evaluations of an O(F²) field, n = H(D+1)(1+R)+HRD).  With
-    ``n_learn``: each direction's learning time (learned fraction of the relevant block M
+    full-model ``params`` (one seed row) to ``t_end``, adaptively: ``method`` ``"NDF"``
+    (default: :func:`icltheory.dynamics.integrate_batch`, the run and its accuracy re-solve in
+    one lockstep batch, the Jacobian by finite differences of the batched field: n evaluations
+    of an O(F²) field, n = H(D+1)(1+R)+HRD) or ``"BDF"`` (SciPy's, its own finite differences).
+    With ``n_learn``: each direction's learning time (learned fraction of the relevant block M
     crossing ½) is an event, and the run stops once ``n_learn`` directions are learned and it
     has gone on ``settle`` × the last learning time (``solver["stopped"]`` is then ``"stop"``;
     ``t_end`` is only the horizon) — this run's own horizon, not another simulator's.  Records
-    on the grid of :func:`separate_population_flow`; returns a :class:`~._training.Run` with the
-    training loss and the relevant block M(t) (:func:`~._models.label_block`: the coefficient
-    on the label × input features), whose population loss is the run's ``loss``."""
+    on the grid of :func:`separate_population_flow` and at its end; returns a
+    :class:`~._training.Run` with the training loss and the relevant block M(t)
+    (:func:`~._models.label_block`: the coefficient on the label × input features), whose
+    population loss is the run's ``loss``; ``check``: as in :func:`separate_population_flow`
+    (the re-solve's loss difference is the relevant block's population loss)."""
+    if method != "NDF":
+        return _scipy_finite_sample_flow(moments, params, lam, N, H=H, t_end=t_end, t_first=t_first, rtol=rtol,
+                                         atol_rel=atol_rel, budget=budget, per_decade=per_decade, method=method,
+                                         n_learn=n_learn, settle=settle, tick=tick, check=check)
+    from icltheory.dynamics import DenseNewton, integrate_batch
+
+    from . import _training as training
+    from ._models import label_block
+    from ._training import Run
+
+    names = ("r", "K", "Q")
+    Cg = moments.on()
+    D = moments.D
+    F = moments.C.shape[0]
+    fun, theta_of, unpack = finite_sample_field(moments, H, params["K"].shape[2])
+    y0 = np.concatenate([np.asarray(params[k], float)[0].ravel() for k in names])
+    n = y0.size
+    scale = float(np.sqrt(np.mean(y0[y0 != 0] ** 2))) if np.any(y0 != 0) else 1.0
+
+    def jac(t, y):
+        """Forward differences of the batched field, one perturbed state per coordinate."""
+        r = y.shape[0]
+        hstep = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(y), scale)  # (r, n)
+        Y = np.repeat(y[:, None, :], n + 1, axis=1)
+        idx = np.arange(n)
+        Y[:, idx + 1, idx] += hstep
+        f = fun(None, Y.reshape(r * (n + 1), n)).reshape(r, n + 1, n)
+        return np.swapaxes((f[:, 1:] - f[:, :1]) / hstep[:, :, None], 1, 2)
+
+    events = None
+    if n_learn is not None:
+        def events(y):
+            return training.learned_fractions(label_block(theta_of(y), D), lam, N) - 0.5
+
+    def observe(y):
+        th = theta_of(y)
+        return np.concatenate([th, np.asarray(moments.mse(th, Cg=Cg))[:, None]], axis=1)
+
+    nb = 2 if check is not None else 1
+    tol = np.array([rtol, rtol / check])[:nb] if check is not None else np.array([rtol])
+    bound = np.full(nb, float(t_end))
+    t_now = np.zeros(nb)
+    by_rule = [False]
+
+    def control(rows, t, ev):
+        t_now[rows] = t
+        if n_learn is None or by_rule[0] or rows[0] != 0:
+            return False
+        done = np.isfinite(ev[0])
+        if done.sum() < n_learn:
+            bound[0] = float(t_end)
+            return True
+        bound[0] = max(float(t[0]), (1.0 + settle) * float(np.max(ev[0][done])))
+        if t[0] >= bound[0]:
+            by_rule[0] = True
+            bound[1:] = bound[0]
+        return True
+
+    grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
+    run = integrate_batch(fun, np.repeat(y0[None], nb, axis=0),
+                          newton=DenseNewton(jac, nb, n, jac_cost=(n + 1) * 4.0 * F * F), t_bound=bound, rtol=tol, atol=atol_rel * scale * tol / rtol, first_step=min(t_first, t_end),
+                          record=grid, observe=observe, events=events, control=control, fun_cost=4.0 * F * F,
+                          budget=budget, latest=True, tick=tick, what="finite-sample gradient flow")
+    T = float(run.t_end[0])
+    n_rec = int(np.searchsorted(grid, T, side="right"))
+    t = grid[:n_rec]
+    end = observe(run.y)
+    obs = run.obs[:, :n_rec]
+    if t[-1] < T:
+        t = np.concatenate([t, [T]])
+        obs = np.concatenate([obs, end[:, None]], axis=1)
+    thetas = obs[0, :, :F]
+    M = label_block(thetas, D)[None]
+    train = obs[0, :, F][None]
+    final = {k: v for k, v in unpack(run.y[:1]).items()}
+    stopped = "budget" if run.budget_hit and run.t_end[0] < bound[0] else "stop" if by_rule[0] else "t_max"
+    loss = pop.population_mse(M, lam, N)
+    solver = {"method": "NDF", "rtol": float(rtol), "atol_rel": atol_rel, "t_end": T, "stopped": [stopped],
+              "work": [run.work.as_dict()], "total_work": run.work.flops,
+              "jacobian": "finite differences (batched)"}
+    if n_learn is not None:
+        solver["events"] = run.events[:1].copy()
+        solver["undone"] = [list(run.undone[0])]
+    if check is not None:
+        ea, eb = run.events[0], np.where(run.events[1] <= T, run.events[1], np.nan)
+        fa, fb = np.isfinite(ea), np.isfinite(eb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            de = np.where(fa & fb, np.abs(np.log(ea) - np.log(eb)), np.where(fa != fb, np.inf, 0.0))
+        de = np.where(fa & fb & (ea == eb), 0.0, de)
+        with np.errstate(invalid="ignore"):
+            delta = loss - pop.population_mse(label_block(obs[1, :, :F], D), lam, N)[None]
+        short = run.budget_hit and run.t_end[1] < bound[1]
+        solver["accuracy"] = _accuracy_record(check, rtol / check, [float(np.max(de, initial=0.0))], delta, per_decade,
+                                              ["budget" if short else "bound"], None)
+    return Run(t, loss, M, final, float("nan"), int(run.work.steps[0]), train_loss=train, solver=solver)
+
+
+def _scipy_finite_sample_flow(moments, params: dict, lam, N: int, *, H: int, t_end: float, t_first: float,
+                              rtol: float, atol_rel: float, budget: float, per_decade: int, method: str,
+                              n_learn: int | None, settle: float, tick, check: float | None):
+    """:func:`finite_sample_separate_flow` with SciPy's solver (its own finite-difference Jacobian)."""
     from icltheory.dynamics import integrate_adaptive
 
     from . import _training as training
@@ -413,5 +929,15 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
     if n_learn is not None:
         solver["events"] = np.asarray(sol.events, float).reshape(1, D)
         solver["undone"] = [list(sol.extra["undone"])]
+    if check is not None:
+        ref = sol.extra["refine"](check, max(budget - sol.work.flops, 0.0))
+
+        def pop_loss(y):
+            return pop.population_mse(label_block(np.array([model.theta(unpack(x))[0] for x in y]), D), lam, N)[:, None]
+
+        diff = compare_solutions(sol, ref, pop_loss)
+        solver["accuracy"] = _accuracy(diffs=[(diff, ref)], rows_of=[[0]], S=1, D=D if n_learn is not None else 0,
+                                       per_decade=per_decade, check=check, n_rec=sol.t.size)
+        solver["total_work"] = sol.work.flops + ref.work.flops
     return Run(sol.t, pop.population_mse(M, lam, N), M, final, float("nan"), int(sol.work.steps),
                train_loss=train, solver=solver)

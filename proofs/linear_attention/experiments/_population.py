@@ -6,7 +6,8 @@ $N^2\,\mathbb E[\beta_a\beta_b]=\sum_{n\ne m}\mathbb E[x_{na}x_n^\top x_mx_{mb}]
 +\sum_n\mathbb E[(x_n^\top x_n)x_{na}x_{nb}]$; for a diagonal $\Lambda$ the pairs $n\ne m$ give
 $N(N-1)\lambda_a^2\delta_{ab}$ and the diagonal pairs
 $N\delta_{ab}\big(\lambda_a\sum_{c\ne a}\lambda_c+\mu_4\lambda_a^2\big)$ with the standard-normal
-fourth moment $\mu_4$ integrated numerically from the density (mpmath quadrature at 30 digits).  Everything else (the population loss, its
+fourth moment $\mu_4$ integrated numerically from the density (the trapezoidal rule, exact to float64
+for this integrand).  Everything else (the population loss, its
 minimiser, each direction's drop) is computed numerically from these moments.
 """
 
@@ -22,13 +23,16 @@ __all__ = ["standard_normal_moment", "beta_second_moment", "population_mse", "po
 
 @cached
 def standard_normal_moment(k: int) -> float:
-    """E[z^k] for z ~ N(0, 1): ∫ z^k φ(z) dz by mpmath's quadrature at 30 digits, rounded to a
-    float (memoised; no scipy.stats import, which costs ≈ 1 s)."""
-    import mpmath
+    """E[z^k] for z ~ N(0, 1): ∫ z^k e^{−z²/2} dz over ∫ e^{−z²/2} dz, both by the trapezoidal rule
+    on [−40, 40] with step h = ¼, summed with correct rounding (math.fsum).  For integrands analytic
+    in the whole plane and decaying like a Gaussian the rule converges faster than any power of
+    the step (its error is of order exp(−2π²/h²) ≈ 1e-137; the tails beyond ±40 are below 1e-340):
+    the moment to float64 rounding, from the density itself (no closed form)."""
+    import math
 
-    with mpmath.workdps(30):
-        val = mpmath.quad(lambda z: z**k * mpmath.exp(-z * z / 2), [-mpmath.inf, 0, mpmath.inf])
-        return float(val / mpmath.sqrt(2 * mpmath.pi))
+    z = np.arange(-160, 161) * 0.25
+    density = np.exp(-0.5 * z * z)
+    return float(math.fsum((z**k * density).tolist()) / math.fsum(density.tolist()))
 
 
 def beta_second_moment(lam, N: int) -> np.ndarray:
