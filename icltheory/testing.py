@@ -263,10 +263,27 @@ def planted(error: PlantedError) -> Iterator[None]:
 _PLANTED_KEYS: dict[int, PlantedError] = {}
 
 
+def _canonical(v: Any, depth: int = 0) -> Any:
+    """``v`` with plain objects (learners, simulators) replaced by their class name and
+    attributes, so that a digest compares their state rather than their memory address."""
+    if isinstance(v, dict):
+        return {k: _canonical(x, depth) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_canonical(x, depth) for x in v]
+    if (hasattr(v, "__dict__") and not hasattr(v, "as_dict") and not isinstance(v, type)
+            and type(v).__repr__ is object.__repr__ and type(v).__str__ is object.__str__):
+        if depth > 8:
+            return type(v).__qualname__
+        return {"__class__": type(v).__qualname__,
+                **{k: _canonical(x, depth + 1) for k, x in sorted(vars(v).items())
+                   if not callable(x)}}
+    return v
+
+
 def _digest(values: Any) -> str:
     from .report import dumps
 
-    return dumps(values, indent=None)
+    return dumps(_canonical(values), indent=None)
 
 
 def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False,

@@ -53,7 +53,7 @@ def test_refute_cli(example, tmp_path, capsys):
 
 def test_boundary_brackets_the_change(example, tmp_path):
     with itest.planted(_theory_error(example)):
-        b = boundary(example, "N", lo=2, hi=64, points=4, steps=4)
+        b = boundary(example, "N", lo=2, hi=256, points=4, steps=4)
     assert b.changes, b.summary()
     a, va, z, vz = b.changes[0]
     assert {va, vz} == {"holds", "fails"} and abs(z - a) <= 64

@@ -351,7 +351,7 @@ def test_steps_outside_the_small_step_regime_are_inconclusive(cid):
 
 def test_two_phase_holds_and_negative_controls_fail():
     assert _run("nonlinear.two-phase").verdict == "holds"
-    for key, val in (("late_exponent", "-1"), ("initial_rate", "0.5"), ("loss_t_limit", "3.5"),
+    for key, val in (("late_exponent", "-1"), ("initial_rate", "0.490"), ("loss_t_limit", "3.5"),
                      ("phase_ratio_max", "1e-5")):
         assert _run("nonlinear.two-phase", predict={key: val}).verdict == "fails", key
     assert _failed(_run("nonlinear.two-phase", predict={"slope_band": "-2.1,-1.99"})) == [

@@ -99,7 +99,7 @@ class ScalarOde(Claim):
             run.note(skip)
             out["gd_skipped"] = skip
             return out
-        lams = np.array([lam] + [rest / n] * n)
+        lams = np.array([lam] + ([rest / n] * n if n else []))  # tr Λ = λ: one direction only
         eps = 1e-4 * v0
         rng = run.rng(11)
         Dg = lams.size

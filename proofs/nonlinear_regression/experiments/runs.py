@@ -149,14 +149,20 @@ def _host(sim, a) -> np.ndarray:
     return np.asarray(a) if xp is None else xp.to_numpy(a)
 
 
-def gradient_exponent(sim_L, sim_Lp, weights, L: float, Lp: float) -> float:
-    """log(‖∇ℓ_L‖/‖∇ℓ_L'‖)/log(L/L') at each of ``weights`` (the largest deviation from the
-    first), from two simulators that differ only in their label scale."""
-    vals = []
+def gradient_exponent(sim_L, sim_Lp, weights, L: float, Lp: float) -> list[tuple[float, float]]:
+    """log(‖∇ℓ_L‖/‖∇ℓ_L'‖)/log(L/L') at each of ``weights``, from two simulators that differ only
+    in their label scale, each with its cancellation ‖∇ℓ_L(weights[0])‖/‖∇ℓ_L(W)‖: the factor by
+    which the gradient has shrunk below the size of the terms it is summed from (the first
+    weights are the reference, e.g. zero logits), so float64 rounding of the norm is about
+    that many units of 1e-16."""
+    out = []
+    ref = None
     for W in weights:
         for sim in (sim_L, sim_Lp):
             (sim.set_logits if hasattr(sim, "set_logits") else sim.set_weights)(W)
         g1, g2 = (float(np.linalg.norm(_host(sim, sim.gradient()))) for sim in (sim_L, sim_Lp))
-        vals.append(np.log(g1 / g2) / np.log(L / Lp))
-    vals = np.asarray(vals)
-    return float(vals[np.argmax(np.abs(vals - vals[0]))])
+        ref = g1 if ref is None else ref
+        kappa = ref / g1 if g1 > 0 else float("inf")
+        out.append((float(np.log(g1 / g2) / np.log(L / Lp)) if g1 > 0 and g2 > 0 else float("nan"),
+                    float(kappa)))
+    return out
