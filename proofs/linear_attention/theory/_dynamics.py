@@ -67,8 +67,9 @@ class MergedDynamics:
         t_half = sp.log(sp.sqrt(Dd) / (lam * c * w**2) - 1) / r
         d.step("σ(t_half) = σ(∞)/2", sigma.subs(t, t_half), sig_inf / 2, "solve σ(t) = σ(∞)/2")
         d.step("L(σ(∞)) = Dλ(1 − 1/c)", Lsig.subs(sg, sig_inf), Dd * lam * (1 - 1 / c), "the final loss L*")
-        d.say("Note: a summary writes t_half = τ/(2√D) ln(1 + √D/(c w²)); solving σ(t) = σ(∞)/2 "
-              "exactly gives ln(√D/(λ c w²) − 1)/(2λ²√D) (they differ by O(w²)).")
+        d.say("Note: solving σ(t) = σ(∞)/2 exactly gives ln(√D/(λ c w²) − 1)/(2λ²√D); the "
+              "approximate form τ/(2√D) ln(1 + √D/(c w²)) differs from it by O(w²) (neither is in "
+              "the paper, which gives σ(t) only).")
         self.symbols = (Dd, N, lam, w)
         self.terms = {"sigma_inf": sig_inf, "t_half": t_half, "rate": r, "sigma_0": w**2 / sp.sqrt(Dd),
                       "loss_initial": Lsig.subs(sg, 0), "loss_final": Lsig.subs(sg, sig_inf), "c": c}
