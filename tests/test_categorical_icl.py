@@ -283,20 +283,20 @@ def test_stationarity_holds_and_negative_controls_fail():
     profile (5000 pairs): at 20000 pairs they come out at |z| ≈ 17 (anisotropic, traceless
     diagonal at θ*) and |z| ≈ 109 (step=3, Γ direction), so 5000 pairs keep |z| ≈ 8 and 55,
     far above the Bonferroni threshold ≈ 3.8."""
-    v = _check("catgd.stationarity")
+    v = _check("catgd.stationarity", K=1)
     assert v.verdict == "holds", v.reasons
     assert v.measured["fit"]["converged"]
     assert v.evidence["invariant directions outside S that are nonzero at θ*"] == []  # K = 1
-    aniso = _check("catgd.stationarity", profile="quick", x_dist="anisotropic")
+    aniso = _check("catgd.stationarity", profile="quick", x_dist="anisotropic", K=1)
     assert aniso.verdict == "fails"
     assert any("traceless" in c.name for c in aniso.checks if c.passed is False)
-    step = _check("catgd.stationarity", profile="quick", step=3.0)
+    step = _check("catgd.stationarity", profile="quick", step=3.0, K=1)
     assert step.verdict == "fails"
     assert any("Γ direction" in c.name for c in step.checks if c.passed is False)
 
 
 def test_stationarity_planted_prediction():
-    v = _check("catgd.stationarity", prompts=2000, predict={"off_structure_gradient": "0.05"})
+    v = _check("catgd.stationarity", prompts=2000, K=1, predict={"off_structure_gradient": "0.05"})
     assert v.verdict == "fails"
 
 
@@ -366,7 +366,7 @@ def test_stationarity_planted_wrong_mask_fails():
     """Negative control for the structural-zero check: moving one entry that is not zero by the
     layout (K1[0,u0]: block 1's key reading the context labels) into the mask must fail that check."""
     with _planted_mask("K1[0,u0]", True):
-        v = _check("catgd.stationarity", profile="quick", prompts=500)
+        v = _check("catgd.stationarity", profile="quick", prompts=500, K=1)
     assert v.verdict == "fails"
     failed = [c.name for c in v.checks if c.passed is False]
     assert failed and all("structural-zero mask (79 of 143" in name or "structural zeros" in name
@@ -377,7 +377,7 @@ def test_stationarity_zeros_the_mask_does_not_explain_are_caught():
     """The other direction: an entry taken out of the mask (Q1[0,v0], zero by the layout) is
     reported as an exact zero outside the mask, and the predicted count of structural zeros fails."""
     with _planted_mask("Q1[0,v0]", False):
-        v = _check("catgd.stationarity", profile="quick", prompts=500)
+        v = _check("catgd.stationarity", profile="quick", prompts=500, K=1)
     assert v.evidence["exact zeros outside the mask at θ0 ∈ S (hand-picked)"] == ["Q1[0,v0]"]
     # the count of exact zeros (78) no longer matches the planted mask's 77: that check fails
     failed = [c.name for c in v.checks if c.passed is False]
@@ -419,6 +419,10 @@ def test_multistep_stationarity_classes():
 
 
 @pytest.mark.thorough
+def test_stationarity_defaults_to_the_multistep_construction():
+    assert get_claim("catgd.stationarity").setting({}).K == 2
+
+
 def test_multistep_stationarity_structure_holds_paper_fails():
     """K = 2: the structured statement holds; the paper's all-parameter statement fails, naming
     block 2's f→f or untied-value directions."""

@@ -128,7 +128,9 @@ class EquivarianceSetting(_sizes(4, 3, 6, 8, dmax=8, nmax=16)):
 class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
     """Monte Carlo gradient of the population query loss on and at the optimum of the GD set."""
 
-    K: int = Int(1, min=1, max=3, doc="number of blocks")
+    K: int = Int(2, min=1, max=3, doc="number of blocks (2: block 2's update reads the E(w_e) that block "
+                 "1's cross-attention wrote, the multi-step construction; 1: the single step, where the "
+                 "scopes structure and paper coincide)")
     kernel: str = _kernel("softmax", sample=("softmax", "rbf", "linear"))
     x_dist: str = _xdist("gaussian", sample=("gaussian", "cube", "sphere"))
     prompts: int | None = Int(None, min=100, max=200_000, by_profile=(2000, 16_000, 100_000),
