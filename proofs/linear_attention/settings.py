@@ -26,7 +26,7 @@ from icltheory.core import Choice, Float, Floats, Int, Setting, SettingError, la
 theory = lazy_module("proofs.linear_attention.theory")
 
 __all__ = ["code_to_paper", "typical_scale", "SpectrumSetting", "EquivalenceSetting",
-           "StructureSetting", "FixedPointSetting", "MergedFixedPointSetting", "SigmoidSetting", "SeparateSetting",
+           "StructureSetting", "FixedPointSetting", "MergedFixedPointSetting", "SigmoidSetting", "TrajectorySetting", "SeparateSetting",
            "ScalarOdeSetting", "RankSetting", "InitScaleSetting", "SoftmaxSetting"]
 
 #: eigenvalues accepted (a wider range only produces underflow or overflow, never a decision)
@@ -209,6 +209,49 @@ class SigmoidSetting(SpectrumSetting):
 
     def _validate(self) -> None:
         get_backend(self.backend)  # an unavailable optional backend is a setting error
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrajectorySetting(SpectrumSetting):
+    """Fig. 1: ATTN_M and its two-layer network trained side by side — D=4, N=31, H=8, Λ with
+    eigenvalues 0.4, 0.3, 0.2, 0.1 in a random eigenbasis, code init 1e-6 and lr 0.001, 6001
+    steps, 5000 training sequences (2500 drawn and their label-negated copies)."""
+
+    D: int | None = Int(None, min=1, max=12, sample=(1, 5), doc="input dimension (default 4)")
+    N: int = Int(31, min=1, max=2000, sample=(2, 60), doc="context length N (the paper's 1/N)")
+    H: int = Int(8, min=1, max=64, sample=(1, 8), doc="number of heads")
+    lambdas: tuple | None = _lambdas(_FIG3, "eigenvalues of Λ (default Fig. 1: 0.4,0.3,0.2,0.1; the eigenbasis "
+                                            "is a random rotation, as in the figure)", sample=(0.2, 2.0, "log"))
+    pairs: int | None = Int(None, min=10, max=100_000, by_profile=(200, 1000, 2500),
+                            doc="sequences drawn; the training set holds them and their label-negated copies "
+                                "(2 × pairs sequences; Fig. 1: 5000)")
+    code_init: float | None = Float(_CODE_INIT_M, min=1e-100, max=1e3, sample=(1e-6, 1e-2, "log"),
+                                    doc="the reference code's --init: every weight N(0, init²) in code units "
+                                        "(Fig. 1: 1e-6), except the entries the reduction needs at zero")
+    code_lr: float | None = Float(_CODE_LR_M, min=1e-300, max=1e300, doc="the reference code's --lr (Fig. 1: 0.001)")
+    w_init: float | None = Float(None, min=1e-100, max=1e3, doc="init std of every weight, paper units "
+                                                                "(default: code_init × N^{1/2})")
+    lr: float | None = Float(None, min=1e-300, max=1e300,
+                             doc="GD step η = t/τ per step, both trainings (default: 2·code_lr·N, capped at 1/4 of "
+                                 "the smoothness bound 2·max E[ββᵀ]_dd·λ_max·Σ1/(λc) near the minimum)")
+    steps: int | None = Int(None, min=1, max=10**6, by_profile=(2001, 6001, 6001),
+                            doc="GD steps of both trainings (Fig. 1: 6001)")
+
+    def _resolve(self) -> None:
+        super()._resolve()
+        p = theory.paper()
+        eta, w = code_to_paper(self.N, self.code_lr, self.code_init, 2)
+        if self.w_init is None:
+            self._set("w_init", w)
+        if self.lr is None:
+            curv = 2 * float(np.max(p.beta_diag(self.lambdas, self.N)) * max(self.lambdas)
+                             * np.sum(p.m_star(self.lambdas, self.N)))
+            self._set("lr", min(eta, 0.25 / curv))
+
+    @property
+    def keep_every(self) -> int:
+        """The weights of both trainings are compared every this many steps (about 300 times)."""
+        return max(1, self.steps // 300)
 
 
 # =============================================================================== ATTN_S

@@ -3,6 +3,7 @@ prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mo
 
 * :mod:`.equivalence` — the reductions of ATTN_M and ATTN_S (exact identities);
 * :mod:`.merged`    — ATTN_M: fixed points, the logistic σ(t);
+* :mod:`.trajectory` — ATTN_M and its two-layer network trained side by side (Fig. 1);
 * :mod:`.structure` — ATTN_S: the 2^D fixed points;
 * :mod:`.dynamics`  — ATTN_S: saddle-to-saddle (Fig. 3), rank-R heads (Fig. 4);
 * :mod:`.scalar`    — the one-head plateau ODE, the initialisation-scale laws;
@@ -17,10 +18,11 @@ from .dynamics import RankPlateaus, SaddleToSaddle
 from .init import InitScaleWithLazy
 from .equivalence import MergedEquivalence, SeparateEquivalence
 from .merged import MergedFixedPoints, MergedSigmoid
+from .trajectory import MergedTrajectory
 from .scalar import ScalarOde
 from .softmax import SoftmaxDrops
 from .structure import SeparateFixedPoints
 
-CLAIMS = (MergedEquivalence(), MergedFixedPoints(), MergedSigmoid(), SeparateEquivalence(),
+CLAIMS = (MergedEquivalence(), MergedFixedPoints(), MergedSigmoid(), MergedTrajectory(), SeparateEquivalence(),
           SeparateFixedPoints(), SaddleToSaddle(), ScalarOde(), RankPlateaus(), InitScaleWithLazy(),
           SoftmaxDrops(), DropTimes())

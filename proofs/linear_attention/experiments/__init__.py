@@ -12,12 +12,13 @@ eigen-order by sorting, the softmax from ``scipy.special``.
 * :mod:`._training`   — GD trainers (all through :func:`icltheory.dynamics.run_gd`);
 * :mod:`._flows`      — SciPy gradient flows and the one-head plateau integral;
 * :mod:`._analysis`   — learning times, plateaus and the saddles they visit;
-* :mod:`._softmax`    — softmax attention and its trainer.
+* :mod:`._softmax`    — softmax attention and its trainer;
+* :mod:`._trajectory` — the whole ATTN_M layer and its two-layer network trained side by side.
 """
 
 import importlib
 
-__all__ = ["analysis", "data", "flows", "models", "population", "softmax", "training"]
+__all__ = ["analysis", "data", "flows", "models", "population", "softmax", "training", "trajectory"]
 
 
 def __getattr__(name: str):

@@ -7,6 +7,13 @@ the key-query's label row $b$ are zero; for separate heads $W^{KQ}=K^\top Q$ and
 a stride-$D$ convolution of $z=\operatorname{vec}(\beta x_q^\top)$ with the query kernel, then the
 key, then the value.  The identity is entrywise polynomial, so $D=2$, $N=3$ and rank 2 exercise
 every kind of term; the sum over heads is linear.
+
+**Training** (``training``): at $a=b=0$ the gradients of the squared error with respect to $a$
+and $b$ are odd under $y\to-y$ (every label and the target negated), so on a training set
+closed under that flip they sum to zero and GD keeps $a=b=0$; there the gradients with respect
+to $v$ and $U$ are the two-layer network's with respect to $w_2$ and $W_1$, so GD on ATTN_M and
+GD on the network from corresponding weights produce the same iterates and the same loss at
+every step.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import sympy as sp
 
 from icltheory.core import Derivation
 
-__all__ = ["Equivalence", "context_statistic", "D_SYM", "N_SYM", "R_SYM"]
+__all__ = ["Equivalence", "context_statistic", "label_flip", "D_SYM", "N_SYM", "R_SYM"]
 
 D_SYM, N_SYM, R_SYM = 2, 3, 2
 
@@ -23,6 +30,11 @@ D_SYM, N_SYM, R_SYM = 2, 3, 2
 def context_statistic(x: sp.Matrix, y: sp.Matrix, n: int) -> sp.Matrix:
     r"""$\beta=\frac1N\sum_{n\le N}y_nx_n$ (the in-context statistic)."""
     return sum((y[k] * x[:, k] for k in range(n)), sp.zeros(x.rows, 1)) / sp.Integer(n)
+
+
+def label_flip(expr, labels) -> sp.Expr:
+    """``expr`` with every symbol of ``labels`` negated (the task w → −w)."""
+    return expr.xreplace({y: -y for y in labels})
 
 
 class Equivalence:
@@ -78,3 +90,35 @@ class Equivalence:
         zero = {s: 0 for s in list(a) + list(WK[:, D])}
         d.step("irrelevant entries zero ⇒ three-layer network", out.xreplace(zero), v * conv,
                "only v Σ_r k_rᵀ mat(z) q_r remains: query kernel q_r (stride D), then key k_r, then value v")
+
+        self.training = Derivation("GD on ATTN_M = GD on the two-layer network (irrelevant blocks at zero, "
+                                   "training set closed under w → −w)")
+        d = self.training
+        d.say(f"The same symbolic tokens and one merged head at D={D}, N={N}; y_q is the target. The loss of one "
+              "sequence is ½(ŷ_q − y_q)²; a training set's gradient is the average of the sequences' gradients, "
+              "and the sum over heads is linear.")
+        WKQ = sp.Matrix(D + 1, D + 1, lambda i, j: sp.Symbol(f"K_{i}{j}", real=True))
+        U, b = WKQ[:D, :D], WKQ[D, :D].T
+        yq = sp.Symbol("y_q", real=True)
+        err = sp.Rational(1, 2) * (output(WKQ) - yq) ** 2
+        zero = {s: 0 for s in list(a) + list(b)}
+        labels = [y[k] for k in range(N)] + [yq]
+        odd = [sp.expand(sp.diff(err, s).xreplace(zero)) for s in list(a) + list(b)]
+        d.step("∂ℓ/∂a, ∂ℓ/∂b at a = b = 0 are odd in the labels",
+               sp.Matrix([g + label_flip(g, labels) for g in odd]), sp.zeros(len(odd), 1),
+               "each gradient plus itself with every label y_n and the target y_q negated vanishes: the "
+               "residual ŷ_q − y_q is odd in the labels and ∂ŷ_q/∂a = S_xx U x_q/N, ∂ŷ_q/∂b = v S_yy x_q/N "
+               "(at a = b = 0) are even; on a training set closed under w → −w these gradients sum to "
+               "zero, so GD never moves a and b from 0")
+        net = v * (beta.T * U * xq)[0]
+        d.step("∂ℓ/∂v = the network's ∂ℓ/∂w₂ at a = b = 0", sp.expand(sp.diff(err, v).xreplace(zero)),
+               sp.expand((net - yq) * sp.diff(net, v)),
+               "with ŷ_q = w₂ᵀW₁z, w₂ = v, the row of W₁ = vec(U)")
+        d.step("∂ℓ/∂U = the network's ∂ℓ/∂W₁ at a = b = 0",
+               sp.Matrix(D, D, lambda i, j: sp.expand(sp.diff(err, U[i, j]).xreplace(zero))),
+               sp.Matrix(D, D, lambda i, j: sp.expand((net - yq) * v * beta[i] * xq[j])),
+               "∂(w₂ᵀW₁z)/∂(W₁)_{ab} = w₂ z_ab = v β_a x_q,b")
+        d.say("So one GD step maps corresponding weights (a = b = 0) to corresponding weights, and by "
+              "induction the two trainings agree at every step: the same weights, the same predictions, the "
+              "same training loss. Every other entry of W^V and W^KQ (the value's input rows, the key-query's "
+              "label column) never enters ŷ_q and never moves.")
