@@ -34,7 +34,8 @@ Not covered: ``linattn.separate.drop-times``'s finite-sample tolerance (its fals
 from a modelled sampling spread of full-batch training on P = 80000 sequences, a training run
 per seed).
 
-Usage: ``python benchmarks/bench_false_fail.py [--seeds 1000] [--only CLAIM ...] [--json FILE]``
+Usage: ``python benchmarks/bench_false_fail.py [--seeds 1000] [--only CLAIM ...] [--setting TEXT]
+[--json FILE]``
 """
 
 from __future__ import annotations
@@ -297,13 +298,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=1000)
     ap.add_argument("--only", nargs="*", default=None, help="claim ids to run")
+    ap.add_argument("--setting", default=None,
+                    help="run only the settings whose label contains this text")
     ap.add_argument("--json", default=None, help="write the table as JSON here")
     a = ap.parse_args(argv)
     out = []
     print(f"{'claim':<30} {'setting':<44} {'check':<58} {'seeds':>5} {'fails':>5} {'undec.':>6} "
           f"{'rate':>8} {'CP95 up':>8} {'stated':>8}")
     for claim, label, over, runner in CASES:
-        if a.only and claim not in a.only:
+        if (a.only and claim not in a.only) or (a.setting and a.setting not in label):
             continue
         t0 = time.perf_counter()
         rows = run_case(claim, over, runner, range(a.seeds))
