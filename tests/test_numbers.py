@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from icltheory.core import Float, Floats, Int, Setting, SettingError, load_toml
@@ -77,6 +78,32 @@ def test_close_judges_to_the_digits_typed_never_narrower():
     # numbers given as numbers (not text) are exact
     ctx = _ctx({"k": 0.6406}, {"k": 0.6406})
     assert ctx.close("eq", key="k", measured=221 / 345, atol=1e-12, why="x").passed is False
+
+
+def test_typed_digits_reach_repeated_predictions_and_mean_tests():
+    """A check comparing one typed constant repeated per seed (``judges=``) and a Monte Carlo
+    test of it are judged to the digits typed too; a composite of several constants is not."""
+    true = 91 / 660
+    ok, off = "0.1379", "0.1378"
+    for text, passed in ((ok, True), (off, False)):
+        ctx = _ctx({"k": parse_prediction("k", text)}, {"k": text})
+        c = ctx.close("per seed", judges=("k",), predicted=[ctx.predicted["k"]] * 3,
+                      measured=[true] * 3, atol=1e-12, why="exact")
+        assert c.passed is passed, c
+    ctx = _ctx({"k": parse_prediction("k", ok), "j": 1.0}, {"k": ok})
+    c = ctx.close("composite", judges=("k", "j"), predicted=[ctx.predicted["k"]] * 2,
+                  measured=[true] * 2, atol=1e-12, why="exact")
+    assert c.passed is False and "typed_half_unit" not in c.tolerance
+    # a sample whose mean is 91/660 to 1e-6: the typed 0.1379 holds, 0.1375 fails
+    rng = np.random.default_rng(0)
+    x = true + 1e-4 * rng.standard_normal(100_000)
+    for text, passed in ((ok, True), ("0.1375", False)):
+        ctx = _ctx({"k": parse_prediction("k", text)}, {"k": text})
+        c = ctx.ztest("mean", samples=x, key="k", alpha=1e-3, why="i.i.d.")
+        assert c.passed is passed, c
+    # given as a number (not text) the value is exact: the mean test refutes 0.1379
+    ctx = _ctx({"k": 0.1379}, {"k": 0.1379})
+    assert ctx.ztest("mean", samples=x, key="k", alpha=1e-3, why="i.i.d.").passed is False
 
 
 @dataclass(frozen=True, kw_only=True)

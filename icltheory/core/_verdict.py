@@ -303,8 +303,9 @@ class CheckContext:
                       "non-finite value", keys, float(false_fail))
             )
         bound = atol + rtol * np.abs(p)
-        if key is not None and key in self.typed:
-            half, digits = self.typed[key]
+        typed = self._typed_for(key, keys, p)
+        if typed is not None:
+            half, digits = typed
             half = np.asarray(half, dtype=float)
             if half.shape in ((), p.shape):
                 bound = np.maximum(bound, half)
@@ -318,6 +319,26 @@ class CheckContext:
         detail = _close_detail(err, bound, units)
         return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail,
                               keys, float(false_fail), _margin(1.0 - units)))
+
+    def _typed_for(self, key: str | None, keys: Any, p: Any) -> tuple[Any, int] | None:
+        """(half unit, digits) when the compared prediction is a value the user typed as a
+        rounded decimal: the check's ``key``, or its single judged constant when the compared
+        prediction is that constant repeated (one entry per seed or run)."""
+        if key is not None:
+            return self.typed.get(key)
+        typed = [k for k in keys if k in self.typed]
+        if len(typed) != 1 or len(list(keys)) != 1:
+            return None
+        k = typed[0]
+        half = np.asarray(self.typed[k][0], dtype=float)
+        if half.shape != ():
+            return None
+        try:
+            value = float(self.predicted[k])
+        except (KeyError, TypeError, ValueError):
+            return None
+        arr = np.asarray(p, dtype=float)
+        return self.typed[k] if arr.size and np.all(arr == value) else None
 
     def exact(self, name: str, *, measured: Any, predicted: Any = _UNSET, key: str | None = None,
               judges: Iterable[str] = (), why: str) -> Check:
@@ -399,10 +420,22 @@ class CheckContext:
                                   "the samples' skewness and kurtosis were not given (pass samples=): "
                                   "the test's validity cannot be judged" if mo is None else
                                   "non-finite prediction", keys, a))
-        res = mean_test(mu0=predicted, alpha=a, moments_=mo)
+        mu0 = predicted
+        typed = self._typed_for(key, keys, predicted)
+        if typed is not None and np.asarray(typed[0]).shape == ():
+            # the value typed stands for every value that rounds to it: the composite null
+            # [p − h, p + h] is tested at its point nearest the sample mean (level ≤ alpha for any
+            # true value in it)
+            h = float(typed[0])
+            mu0 = min(max(mo.mean, predicted - h), predicted + h)
+            reason += (f"; your value is judged to the {typed[1]} significant digits given "
+                       "(tested at the nearest value that rounds to it)")
+        res = mean_test(mu0=mu0, alpha=a, moments_=mo)
         tol = {"critical": [res.lo, res.hi], "alpha": alpha, "bonferroni_m": m_tests, "n": mo.n,
                "stderr": mo.stderr, "skewness": mo.skewness, "kurtosis": mo.kurtosis,
                "corrections": list(res.corrections)}
+        if mu0 != predicted:
+            tol["typed_half_unit"] = float(typed[0]) if typed is not None else 0.0
         return self.add(Check(name, predicted, mo.mean, tol, reason, res.passed, res.detail, keys,
                               a, res.margin))
 
