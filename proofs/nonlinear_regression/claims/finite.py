@@ -123,6 +123,11 @@ def _no_gram(sim):
     return v
 
 
+#: δ as the statement gives it (its title); the premise N ≳ K ln(K/δ) uses this value, so a
+#: judged δ (a prediction, possibly planted or typed by the user) does not move the premise
+_STATEMENT_DELTA = 0.05
+
+
 class FinalAttention(Claim):
     id = "nonlinear.final-attention"
     title = ("Finite prompts, after training: a fresh prompt's relevant-token attention is "
@@ -207,6 +212,25 @@ class FinalAttention(Claim):
         Xc = int(rel.sum())
         ctx.measure("fraction_with_a_relevant_token", Xc / n)
         p_fail = float(stats.binom.cdf(Xc, n, 1 - dl))
+        # each token's feature is one of K, uniformly: a prompt holds a token of the query's
+        # feature with probability 1 − (1 − 1/K)^N exactly; below 1 − δ no model can reach the
+        # statement's rate, whatever the sample shows
+        coverage = 1.0 - (1.0 - 1.0 / s.K) ** s.N
+        ctx.measure("probability_of_a_relevant_token", coverage)
+        # the statement's premise, with the statement's δ (its title), not the judged value:
+        # prompts long enough to hold every one of the K features with probability ≥ 1 − δ
+        premise_N = s.K * math.log(s.K / _STATEMENT_DELTA)
+        if coverage < 1 - dl or s.N < premise_N:
+            ctx.evidence["attention_ceiling"] = (
+                f"a prompt of N = {s.N} tokens holds a token of the query's feature with probability "
+                f"1 − (1 − 1/K)^N = {coverage:.4g} (1 − δ = {1 - dl:g})")
+            ctx.inconclusive(
+                f"outside the statement's premise: N = {s.N} < K ln(K/δ) = {premise_N:.1f} (δ = "
+                f"{_STATEMENT_DELTA:g}), the length at "
+                f"which a prompt holds every one of the K features with probability ≥ 1 − δ; here a prompt "
+                f"holds a token with the query's feature with probability {coverage:.4g} (observed {Xc}/{n}), "
+                "so the prompt length, not training, limits how many prompts can attend ≥ 1 − δ")
+            return
         if p_fail <= _ALPHA:
             # the data, not the trained model, decides: outside the statement's premise
             ctx.evidence["attention_ceiling"] = (
