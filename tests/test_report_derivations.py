@@ -120,3 +120,29 @@ def test_sources_cite_papers_not_local_paths():
     offending = {k: v for k, v in offending.items() if v}
     assert not offending, "claim sources citing local paths: " + "; ".join(
         f"{k}: {', '.join(v)}" for k, v in sorted(offending.items()))
+
+
+def test_step_titles_render_as_written():
+    """A step named with Markdown's emphasis characters (``ℓ'(m*) = 0``) is escaped outside
+    inline math and left alone inside it."""
+    from icltheory.core._derivation import _plain_text
+
+    assert _plain_text("ℓ'(m*) = 0") == "ℓ'(m\\*) = 0"
+    assert _plain_text("a_b with $w_{e,y_i}^*$") == "a\\_b with $w_{e,y_i}^*$"
+
+
+def test_report_reads_as_a_derivation():
+    """Verdict and its one-sentence reason first, then statement, setting with meanings, the
+    derivation, the predicted constants with meanings, the evidence, and the checks last."""
+    from icltheory.core import get_claim, run_check
+    from icltheory.report._markdown import render_markdown
+
+    c = get_claim("linattn.merged.equivalence")
+    v = run_check(c, c.setting({"profile": "quick"}))
+    md = render_markdown(v, [])
+    first = md.splitlines()[2]
+    assert first.startswith("**Verdict: ✅ holds.** All ") and "judged checks pass" in first
+    order = [md.index(h) for h in ("## Statement", "## Setting", "## Derivation",
+                                   "## Predicted constants", "## Checks", "## Versions")]
+    assert order == sorted(order), order
+    assert "| key | value | meaning |" in md

@@ -392,9 +392,21 @@ def _math(tex: str, pad: str = "   ") -> list[str]:
     return [pad + "```math", _indent(tex, pad), pad + "```", ""]
 
 
+def _plain_text(text: str) -> str:
+    """Text shown as it is written: Markdown's emphasis and code characters escaped (a step
+    named ``ℓ'(m*) = 0`` must not open an emphasis)."""
+    import re
+
+    parts = re.split(r"(\$[^$]+\$)", str(text))  # inline math ($…$) is left as written
+    for k in range(0, len(parts), 2):
+        for ch in ("\\", "*", "_", "`"):
+            parts[k] = parts[k].replace(ch, "\\" + ch)
+    return "".join(parts)
+
+
 def _step_markdown(i: int, s: Step) -> list[str]:
     """One step as a numbered list item (its math indented so it stays inside the item)."""
-    out = [f"{i}. {_MARK[s.status]} **{s.name}** — {s.why}", ""]
+    out = [f"{i}. {_MARK[s.status]} **{_plain_text(s.name)}** — {_plain_text(s.why)}", ""]
     if s.is_fact:
         out += ["   " + s.lhs, ""]
     else:

@@ -44,20 +44,27 @@ def render_index(records: Mapping[str, Mapping[str, Any]],
              "Every claim with its latest verdict in this folder; *setting* names the keys that "
              "differ from the claim's defaults at the run's profile. Runtimes: "
              "[timing.md](timing.md).", "",
-             "| claim | title | verdict | setting | profile |", "|---|---|---|---|---|"]
+             "*Provenance* says where the statement comes from (the paper's text, a "
+             "reconstruction, derived here, or a summary's claim — a summary's claim that fails "
+             "says the summary is wrong, not the paper).", "",
+             "| claim | title | provenance | verdict | setting | profile |",
+             "|---|---|---|---|---|---|"]
     for cid in sorted(ids):
         rec = records.get(cid)
         title = (titles or {}).get(cid) or (rec or {}).get("title", "")
         if rec is None:
-            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | not run | | |")
+            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | | not run | | |")
             continue
         if not rec.get("verdict"):
-            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | unreadable report | | |")
+            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | | unreadable report | | |")
             continue
         verdict = BADGE.get(rec["verdict"], _cell(rec["verdict"]))
         if titles is not None and cid not in titles:
             verdict += " (claim no longer registered)"
-        lines.append(f"| [`{_cell(cid)}`]({markdown_name(cid)}) | {_cell(title)} | {verdict} | "
+        prov = str(rec.get("provenance", "") or "")
+        if "summary's claim" in prov:
+            prov = f"**{prov}**"
+        lines.append(f"| [`{_cell(cid)}`]({markdown_name(cid)}) | {_cell(title)} | {_cell(prov)} | {verdict} | "
                      f"{_cell(_setting_text(rec))} | {_cell(rec.get('profile', ''))} |")
     extra = [sec for sec in (sweeps_section(out_dir), explorations_section(out_dir))
              if sec] if out_dir is not None else []

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 
 from ..core import Check, Verdict
-from ._json import dumps, jsonable
+from ._json import jsonable
 
-__all__ = ["render_markdown", "verdict_markdown", "fmt", "summarize", "check_cells", "BADGE"]
+__all__ = ["render_markdown", "verdict_markdown", "one_sentence", "fmt", "summarize", "check_cells",
+           "BADGE"]
 
 #: a list with more entries than this is summarised in reports (all values stay in the JSON)
 SHORT = 8
@@ -117,32 +118,95 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
-    """The Markdown report of one verdict (``figure_names``: its figures under ``figures/``).
+def one_sentence(verdict: Verdict) -> str:
+    """Why the verdict is what it is, in one sentence: the failed checks, the reason it is
+    undecided, or how many checks passed and by what margin."""
+    judged = [c for c in verdict.checks if c.passed is not None]
+    failed = [c.name for c in verdict.checks if c.passed is False]
+    if verdict.verdict == "fails":
+        return ("Fails: " + "; ".join(failed[:3]) + (f" (and {len(failed) - 3} more)"
+                                                       if len(failed) > 3 else "") + ".")
+    if verdict.verdict == "inconclusive":
+        return "Undecided: " + ("; ".join(verdict.reasons) or "no check could decide") + "."
+    return (f"All {len(judged)} judged checks pass; the closest to failing is "
+            f"{margin_cell(verdict.margin)} of its tolerance away from it.")
 
-    Everything shown comes from the verdict (``claim_info`` carries title, source, statement
-    and provenance); nothing depends on the run time, so a rerun gives the same bytes."""
+
+def _doc_of(claim_info: dict, kind: str, key: str) -> str:
+    if kind == "settings":
+        for row in claim_info.get("settings", []) or []:
+            if isinstance(row, dict) and row.get("key") == key:
+                return str(row.get("doc", ""))
+        return ""
+    return str((claim_info.get("predictions", {}) or {}).get(key, {}).get("meaning", ""))
+
+
+def _evidence_lines(evidence: dict) -> list[str]:
+    """The evidence as a list: text as text, numbers and lists summarised (every value is in
+    the JSON sidecar)."""
+    out = []
+    for k, v in evidence.items():
+        if isinstance(v, str):
+            out.append(f"- **{_cell(k)}**: {_cell(v)}")
+        elif isinstance(v, dict) and v and all(isinstance(x, (str, int, float)) or x is None
+                                               for x in v.values()):
+            out.append(f"- **{_cell(k)}**: " + "; ".join(f"{_cell(a)} = {_cell(summarize(b))}"
+                                                         for a, b in v.items()))
+        else:
+            text = summarize(v)
+            out.append(f"- **{_cell(k)}**: {_cell(text if len(text) <= 600 else text[:597] + '…')}")
+    return out
+
+
+def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
+    """The Markdown report of one verdict (``figure_names``: its figures under ``figures/``),
+    in the order a derivation is read: the verdict and why, the statement and its source, what
+    was run (setting, model), the derivation, the evidence (figures, predicted and measured
+    numbers), and the checks last.
+
+    Everything shown comes from the verdict (``claim_info`` carries title, source, statement,
+    provenance and the meanings of keys and constants); nothing depends on the run time, so a
+    rerun gives the same bytes."""
     from types import SimpleNamespace
 
+    info = dict(verdict.claim_info)
     claim = SimpleNamespace(**{"id": verdict.claim, "title": "", "source": "", "statement": "",
-                               "provenance": "", **verdict.claim_info})
+                               "provenance": "", **info})
     out: list[str] = []
     out += [f"# `{claim.id}` — {claim.title}", ""]
-    out += [f"**Verdict: {BADGE[verdict.verdict]}**"
-            + (f" — {'; '.join(verdict.reasons)}" if verdict.reasons else ""), ""]
+    out += [f"**Verdict: {BADGE[verdict.verdict]}.** {one_sentence(verdict)}", ""]
     out += [f"- Source: {claim.source}", f"- Provenance of the statement: {claim.provenance}",
             f"- Seed {verdict.seed}, profile `{verdict.profile}`; "
             + (f"non-default setting: {_cell(fmt(verdict.non_default))}" if verdict.non_default
                else "default setting"),
             ""]
     out += ["## Statement", "", "```math", claim.statement.strip(), "```", ""]
-    out += ["## Setting", "", "| key | value |", "|---|---|"]
+    if verdict.notes:
+        out += ["## What was run", ""] + [f"- {n}" for n in verdict.notes] + [""]
+    out += ["## Setting", "", "| key | value | meaning |", "|---|---|---|"]
     for k, v in verdict.setting.items():
         mark = " (non-default)" if k in verdict.non_default else ""
-        out.append(f"| `{k}` | {_cell(fmt(v))}{mark} |")
-    out += ["", "## Predicted constants", "", "| key | value |", "|---|---|"]
+        out.append(f"| `{k}` | {_cell(fmt(v))}{mark} | {_cell(_doc_of(info, 'settings', k))} |")
+    if verdict.derivation is not None:
+        out += ["", verdict.derivation.to_markdown(level=2)]
+    out += ["", "## Predicted constants", "", "| key | value | meaning |", "|---|---|---|"]
     for k, v in verdict.predicted.items():
-        out.append(f"| `{k}` | {_cell(summarize(v, 8))} |")
+        out.append(f"| `{k}` | {_cell(summarize(v, 8))} | "
+                   f"{_cell(_doc_of(info, 'predictions', k))} |")
+    if figure_names:
+        out += ["", "## Figures", ""]
+        for name, plot in zip(figure_names, verdict.plots):
+            out += [f"![{plot.title}](figures/{name})", ""]
+            if plot.caption:
+                out += [f"*{plot.caption}*", ""]
+    if verdict.measured:
+        out += ["", "## Measured", "", "| key | value |", "|---|---|"]
+        for k, v in verdict.measured.items():
+            out.append(f"| `{k}` | {_cell(summarize(v))} |")
+    if verdict.evidence:
+        out += ["", "## Evidence", "", *_evidence_lines(verdict.evidence),
+                "", f"(Every value in full: the JSON sidecar `{verdict.claim}.json`, "
+                    "`evidence`.)"]
     out += ["", "## Checks", "",
             "| check | predicted | measured | tolerance | why this tolerance | result | margin |",
             "|---|---|---|---|---|---|---|"]
@@ -163,22 +227,6 @@ def render_markdown(verdict: Verdict, figure_names: list[str]) -> str:
         out += ["", f"A check of more than {SHORT} values shows their range and the values at the "
                 "point farthest from the prediction relative to the tolerance; every value is "
                 f"in the JSON sidecar `{verdict.claim}.json` (`checks`)."]
-    if verdict.measured:
-        out += ["", "## Measured", "", "| key | value |", "|---|---|"]
-        for k, v in verdict.measured.items():
-            out.append(f"| `{k}` | {_cell(summarize(v))} |")
-    if verdict.evidence:
-        out += ["", "## Evidence", "", "```json", dumps(verdict.evidence)[:6000], "```"]
-    if figure_names:
-        out += ["", "## Figures", ""]
-        for name, plot in zip(figure_names, verdict.plots):
-            out += [f"![{plot.title}](figures/{name})", ""]
-            if plot.caption:
-                out += [f"*{plot.caption}*", ""]
-    if verdict.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in verdict.notes]
-    if verdict.derivation is not None:
-        out += ["", verdict.derivation.to_markdown(level=2)]
     out += ["", "## Versions", "", ", ".join(f"{k} {v}" for k, v in verdict.versions.items()), ""]
     return "\n".join(out)
 
