@@ -155,10 +155,14 @@ class MergedTrajectory(Claim):
         # compared step (the pairing cancelled the gradient), then growth, with the loss curves
         # exact until the drift passed 1e-10.  A wrong trainer or unpaired data part from the
         # first step instead.
-        irr_k = np.maximum(np.max(np.abs(A["WV"][:, :, D, :D]), axis=(1, 2)),
-                           np.max(np.abs(A["WKQ"][:, :, D, :D]), axis=(1, 2)))
-        scale_k = np.maximum(np.max(np.abs(A["WV"][:, :, D, D]), axis=1), 1e-300)
-        rel_k = irr_k / scale_k
+        # every compared step's weights: the relevant ones (value label→label entries and key-query input
+        # blocks) and the zeroed blocks' drift relative to the largest relevant weight there
+        wA = np.concatenate([A["WV"][:, :, D, D][:, :, None], A["WKQ"][:, :, :D, :D].reshape(len(A["k"]), s.H, -1)],
+                            axis=2)
+        scale = np.maximum(np.max(np.abs(wA), axis=(1, 2)), 1e-300)
+        irr = np.maximum(np.max(np.abs(A["WV"][:, :, D, :D]), axis=(1, 2)),
+                         np.max(np.abs(A["WKQ"][:, :, D, :D]), axis=(1, 2)))
+        rel_k = irr / scale
         over = np.flatnonzero(rel_k > _EXACT)
         if over.size and len(rel_k) > 1 and rel_k[1] <= 1e-13 and over[0] > 1:
             k_bad = int(A["k"][over[0]])
@@ -172,18 +176,13 @@ class MergedTrajectory(Claim):
                 return
         ctx.close("training loss: ATTN_M = its two-layer network at every step", key="loss_gap", measured=gap,
                   atol=_EXACT, why=_EXACT_WHY + f"; {La.size} steps compared, each relative to ATTN_M's loss there")
-        wA = np.concatenate([A["WV"][:, :, D, D][:, :, None], A["WKQ"][:, :, :D, :D].reshape(len(A["k"]), s.H, -1)],
-                            axis=2)
         wB = np.concatenate([B["w2"][:, :, None], B["W1"]], axis=2)
-        scale = np.maximum(np.max(np.abs(wA), axis=(1, 2)), 1e-300)
         wgap = float(np.max(np.max(np.abs(wA - wB), axis=(1, 2)) / scale)) if np.array_equal(A["k"], B["k"]) else np.inf
         ctx.close("weights: ATTN_M's (v_i, U_i) = the network's (w₂, W₁) at every compared step", key="weight_gap",
                   measured=wgap, atol=_EXACT,
                   why=_EXACT_WHY + f"; {len(A['k'])} steps compared (every {s.keep_every}), each relative to the "
                                    "largest weight there")
-        irr = np.maximum(np.max(np.abs(A["WV"][:, :, D, :D]), axis=(1, 2)),
-                         np.max(np.abs(A["WKQ"][:, :, D, :D]), axis=(1, 2)))
-        drift = float(np.max(irr / scale))
+        drift = float(np.max(rel_k))
         ctx.close("the value's input→label entries and the key-query's label row stay 0", key="irrelevant_drift",
                   measured=drift, atol=_EXACT,
                   why="their gradients are odd in the labels and cancel over each sequence and its label-negated copy, "

@@ -86,79 +86,71 @@ def _diverged(trace, what: str) -> None:
         raise NumericalTrouble(f"{what} diverged at step {trace.diverged_at} (lower lr)")
 
 
-def train_attention(X: np.ndarray, y: np.ndarray, WV: np.ndarray, WKQ: np.ndarray, *, lr: float, steps: int,
-                    keep_every: int, tick=None) -> dict:
-    """Full-batch GD of the whole ATTN_M layer; returns the loss at every step (steps + 1,) and
-    the weights at every ``keep_every``-th step (and the last)."""
-    N = X.shape[2] - 1
-    S = np.einsum("pan,pbn->pab", X, X)
-    xt = np.ascontiguousarray(X[:, :, N])
-    st = {"WV": np.array(WV, float, copy=True), "WKQ": np.array(WKQ, float, copy=True), "g": None}
-    kept: dict = {"k": [], "WV": [], "WKQ": []}
+def _full_batch_gd(params: dict, loss_and_grads, *, lr: float, steps: int, keep_every: int, tick,
+                   what: str) -> dict:
+    """Full-batch GD on the named arrays ``params``: ``loss_and_grads(params)`` returns the plain
+    MSE and the gradient of $L_{1/2}$ per name.  The gradient computed to record a step's loss is
+    the one its update uses.  Returns the loss at every step (steps + 1,), the steps kept
+    (``k``: every ``keep_every``-th and the last) and each parameter at those steps."""
+    st = {name: np.array(v, float, copy=True) for name, v in params.items()}
+    last: dict = {"g": None}
+    kept: dict = {"k": [], **{name: [] for name in st}}
 
     def keep(k: int) -> None:
         kept["k"].append(k)
-        kept["WV"].append(st["WV"].copy())
-        kept["WKQ"].append(st["WKQ"].copy())
+        for name, v in st.items():
+            kept[name].append(v.copy())
 
     def observe() -> dict:
-        loss, gV, gK = attention_grad(S, xt, y, st["WV"], st["WKQ"], N)
-        st["g"] = (gV, gK)  # the gradient at these weights: the next step uses it
+        loss, g = loss_and_grads(st)
+        last["g"] = g  # the gradient at these weights: the next step uses it
         return {"loss": loss}
 
     def step(k: int) -> None:
         if k % keep_every == 0:
             keep(k)
-        gV, gK = st["g"] if st["g"] is not None else attention_grad(S, xt, y, st["WV"], st["WKQ"], N)[1:]
-        st["WV"] -= lr * gV
-        st["WKQ"] -= lr * gK
-        st["g"] = None
+        g = last["g"] if last["g"] is not None else loss_and_grads(st)[1]
+        for name in st:
+            st[name] -= lr * g[name]
+        last["g"] = None
 
     trace = run_gd(step, observe, max_steps=steps, record_every=1, check_every=max(steps // 20, 1), tick=tick,
-                   what="GD of the whole ATTN_M layer")
-    _diverged(trace, "GD of the ATTN_M layer")
+                   what=f"GD of {what}")
+    _diverged(trace, f"GD of {what}")
     keep(int(trace.n_steps))
-    return {"loss": trace["loss"], "k": np.array(kept["k"]), "WV": np.array(kept["WV"]),
-            "WKQ": np.array(kept["WKQ"])}
+    return {"loss": trace["loss"], **{name: np.array(v) for name, v in kept.items()}}
+
+
+def train_attention(X: np.ndarray, y: np.ndarray, WV: np.ndarray, WKQ: np.ndarray, *, lr: float, steps: int,
+                    keep_every: int, tick=None) -> dict:
+    """Full-batch GD of the whole ATTN_M layer; returns the loss at every step (steps + 1,) and
+    the weights ``WV``, ``WKQ`` at every ``keep_every``-th step (and the last), with those steps ``k``."""
+    N = X.shape[2] - 1
+    S = np.einsum("pan,pbn->pab", X, X)
+    xt = np.ascontiguousarray(X[:, :, N])
+
+    def loss_and_grads(w: dict) -> tuple[float, dict]:
+        loss, gV, gK = attention_grad(S, xt, y, w["WV"], w["WKQ"], N)
+        return loss, {"WV": gV, "WKQ": gK}
+
+    return _full_batch_gd({"WV": WV, "WKQ": WKQ}, loss_and_grads, lr=lr, steps=steps, keep_every=keep_every,
+                          tick=tick, what="the whole ATTN_M layer")
 
 
 def train_network(Z: np.ndarray, y: np.ndarray, w2: np.ndarray, W1: np.ndarray, *, lr: float, steps: int,
                   keep_every: int, tick=None) -> dict:
     """Full-batch GD of the two-layer network w₂ᵀW₁z on features ``Z`` (P, F); returns the loss
-    at every step and the weights at every ``keep_every``-th step (and the last)."""
+    at every step and the weights ``w2``, ``W1`` at every ``keep_every``-th step (and the last)."""
     P = len(y)
-    st = {"w2": np.array(w2, float, copy=True), "W1": np.array(W1, float, copy=True), "g": None}
-    kept: dict = {"k": [], "w2": [], "W1": []}
 
-    def grads() -> tuple:
-        h = Z @ st["W1"].T  # hidden units (P, H)
-        r = h @ st["w2"] - y
+    def loss_and_grads(w: dict) -> tuple[float, dict]:
+        h = Z @ w["W1"].T  # hidden units (P, H)
+        r = h @ w["w2"] - y
         e = r / P
-        return float(np.mean(r * r)), h.T @ e, np.outer(st["w2"], Z.T @ e)
+        return float(np.mean(r * r)), {"w2": h.T @ e, "W1": np.outer(w["w2"], Z.T @ e)}
 
-    def keep(k: int) -> None:
-        kept["k"].append(k)
-        kept["w2"].append(st["w2"].copy())
-        kept["W1"].append(st["W1"].copy())
-
-    def observe() -> dict:
-        loss, g2, g1 = grads()
-        st["g"] = (g2, g1)
-        return {"loss": loss}
-
-    def step(k: int) -> None:
-        if k % keep_every == 0:
-            keep(k)
-        g2, g1 = st["g"] if st["g"] is not None else grads()[1:]
-        st["w2"] -= lr * g2
-        st["W1"] -= lr * g1
-        st["g"] = None
-
-    trace = run_gd(step, observe, max_steps=steps, record_every=1, check_every=max(steps // 20, 1), tick=tick,
-                   what="GD of the two-layer network")
-    _diverged(trace, "GD of the two-layer network")
-    keep(int(trace.n_steps))
-    return {"loss": trace["loss"], "k": np.array(kept["k"]), "w2": np.array(kept["w2"]), "W1": np.array(kept["W1"])}
+    return _full_batch_gd({"w2": w2, "W1": W1}, loss_and_grads, lr=lr, steps=steps, keep_every=keep_every,
+                          tick=tick, what="the two-layer network")
 
 
 def irrelevant_gradient_ratio(X: np.ndarray, y: np.ndarray, WV: np.ndarray, WKQ: np.ndarray) -> float:
