@@ -26,7 +26,8 @@ Write a property test of a theorem at random settings::
   constants, the defaults, every planted error, wrong predictions, reproduction) for any
   package's claims, as a function or as a parametrised pytest test.
 * :func:`run_planted` runs one of a claim's planted errors (a monkeypatch of a function the
-  claim relies on); :func:`planted_predictions` lists the wrong ``--predict`` values that must
+  claim relies on); :func:`theory_independent` shows in one measurement that none of a claim's
+  theory-side errors reaches its measurement; :func:`planted_predictions` lists the wrong ``--predict`` values that must
   turn a claim to ``fails``.
 """
 
@@ -44,7 +45,7 @@ from ._contract import contract_test as contract_test
 from .core import (Claim, Measurement, PlantedError, Setting, SettingError, Verdict, get_claim,
                    judge_claim, measure_claim, rederive, run_check)
 
-__all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted",
+__all__ = ["settings", "check", "assert_holds", "assert_fails", "run_planted", "planted", "theory_independent",
            "planted_predictions", "raw_settings", "check_contract", "contract_test",
            "contract_items", "ContractItem"]
 
@@ -263,31 +264,94 @@ def planted(error: PlantedError) -> Iterator[None]:
 _PLANTED_KEYS: dict[int, PlantedError] = {}
 
 
-def _canonical(v: Any, depth: int = 0) -> Any:
-    """``v`` with plain objects (learners, simulators) replaced by their class name and
-    attributes, so that a digest compares their state rather than their memory address."""
-    if isinstance(v, dict):
-        return {k: _canonical(x, depth) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_canonical(x, depth) for x in v]
-    if (hasattr(v, "__dict__") and not hasattr(v, "as_dict") and not isinstance(v, type)
-            and type(v).__repr__ is object.__repr__ and type(v).__str__ is object.__str__):
-        if depth > 8:
-            return type(v).__qualname__
-        return {"__class__": type(v).__qualname__,
-                **{k: _canonical(x, depth + 1) for k, x in sorted(vars(v).items())
-                   if not callable(x)}}
-    return v
+def _feed(h: Any, v: Any, depth: int = 0) -> None:
+    """Add ``v`` to the hash ``h``, bit for bit: arrays by dtype, shape and raw bytes, floats by
+    their exact hexadecimal value, containers element by element (in order), plain objects
+    (learners, simulators) by class name and attribute state rather than memory address."""
+    import numpy as np
+
+    def tag(kind: str, body: str = "") -> None:
+        h.update(f"{kind}:{len(body)}:{body};".encode("utf-8", "surrogatepass"))
+
+    if v is None or isinstance(v, (bool, str)):
+        tag(type(v).__name__, str(v))
+    elif isinstance(v, (int, np.integer)):
+        tag("int", str(int(v)))
+    elif isinstance(v, (float, np.floating)):
+        tag("float", float(v).hex())
+    elif isinstance(v, (np.ndarray, np.generic)):
+        a = np.asarray(v)
+        tag("ndarray", f"{a.dtype.str}{a.shape}")
+        if a.dtype.hasobject:
+            for x in a.ravel().tolist():
+                _feed(h, x, depth)
+        else:
+            h.update(np.ascontiguousarray(a).tobytes())
+    elif isinstance(v, dict):
+        tag("dict", str(len(v)))
+        for k, x in v.items():
+            _feed(h, str(k), depth)
+            _feed(h, x, depth)
+    elif isinstance(v, (list, tuple)):
+        tag("list", str(len(v)))
+        for x in v:
+            _feed(h, x, depth)
+    elif hasattr(v, "as_dict"):
+        tag("as_dict", type(v).__qualname__)
+        _feed(h, v.as_dict(), depth)
+    elif (hasattr(v, "__dict__") and not isinstance(v, type)
+          and type(v).__repr__ is object.__repr__ and type(v).__str__ is object.__str__):
+        tag("object", type(v).__qualname__)
+        if depth <= 8:
+            state = {k: x for k, x in sorted(vars(v).items()) if not callable(x)}
+            _feed(h, state, depth + 1)
+    else:
+        tag(type(v).__qualname__, str(v))
 
 
 def _digest(values: Any) -> str:
-    from .report import dumps
+    """A SHA-256 of ``values`` that two measurements share exactly when they are the same bits."""
+    import hashlib
 
-    return dumps(_canonical(values), indent=None)
+    h = hashlib.sha256()
+    _feed(h, values)
+    return h.hexdigest()
+
+
+def theory_independent(claim: str | Claim, setting: Setting, measurement: Measurement,
+                       errors: Any = None) -> tuple[PlantedError, ...]:
+    """The theory-side planted errors shown, in one run, not to reach the measurement.
+
+    ``errors`` (default: the claim's planted errors) are filtered to the theory side and to
+    those whose setting resolves to ``setting``; all of them are planted at once, the claim is
+    measured once, and the result is compared bit for bit with ``measurement`` (taken at
+    ``setting`` without them: measurements are deterministic).  Equal: a measurement that read
+    any patched target would have changed (short of errors cancelling exactly), so each error
+    is shown not to reach it and is returned.  Different, or the errors cannot be planted
+    together (two patches of one function's source): ``()`` — each error then needs its own
+    check (:func:`run_planted` with ``independence=True``), which names the one that reached it."""
+    from contextlib import ExitStack
+
+    c = _claim(claim)
+    pool = c.planted_errors if errors is None else tuple(errors)
+    theory = tuple(e for e in pool if e.side == "theory"
+                   and c.setting({"profile": "quick", **dict(e.setting)}) == setting)
+    if not theory:
+        return ()
+    clean = _digest(measurement.values)
+    try:
+        with ExitStack() as stack:
+            for e in theory:
+                stack.enter_context(planted(e))
+            m = measure_claim(c, setting)
+    except Exception:  # patches that do not stack, or a run that breaks under all of them
+        return ()
+    return theory if _digest(m.values) == clean else ()
 
 
 def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool = False,
-                unplanted: tuple[Setting, Measurement] | None = None) -> Verdict:
+                unplanted: tuple[Setting, Measurement] | None = None,
+                reuse_measurement: bool = False) -> Verdict:
     """The verdict of ``claim`` with ``error`` planted (profile quick unless the error's
     setting says otherwise).  The setting is resolved *before* the error is planted, so a
     theory error does not move a horizon.
@@ -297,9 +361,14 @@ def run_planted(claim: str | Claim, error: PlantedError, *, independence: bool =
     predicted constants unchanged (``AssertionError`` otherwise; a certified-layer error is not held to either).  ``unplanted``: a
     ``(setting, measurement)`` already taken without the error — used as the clean side of that
     comparison when its setting is the one this run resolves (measurements are deterministic),
-    instead of measuring again."""
+    instead of measuring again.  ``reuse_measurement=True`` (a theory-side error whose
+    independence :func:`theory_independent` has shown): the error is judged on the
+    ``unplanted`` measurement instead of a new one (the same bytes, by that check)."""
     c = _claim(claim)
     setting = c.setting({"profile": "quick", **dict(error.setting)})
+    if reuse_measurement and error.side == "theory" and unplanted is not None and unplanted[0] == setting:
+        with planted(error):
+            return judge_claim(c, setting, unplanted[1])
     # a certified-layer error (interval arithmetic, branch and bound) may move either side
     independence = independence and error.side in ("theory", "measurement")
     if independence:

@@ -100,3 +100,34 @@ def cost(claim_id: str) -> float:
     """CPU seconds of the claim's quick default run (measured and judged), where it was made."""
     c, s, _, _ = default_run(claim_id)
     return _COST.get((claim_id, _key(c, s)), 1.0)
+
+
+_INDEPENDENT: dict[str, frozenset[int]] = {}
+
+
+def theory_independent(claim_id: str) -> frozenset[int]:
+    """Indices (into ``claim.planted_errors``) of the theory-side errors that
+    :func:`icltheory.testing.theory_independent` showed, with every one of them planted at once
+    and one measurement at the quick defaults, not to reach the measurement — once per session,
+    shared by the xdist workers like the measurements."""
+    import icltheory.testing as itest
+
+    if claim_id in _INDEPENDENT:
+        return _INDEPENDENT[claim_id]
+    c, s, m, _ = default_run(claim_id)
+    path = _path(claim_id, "theory-independent " + _key(c, s))
+    if path is not None and path.exists():
+        try:
+            _INDEPENDENT[claim_id] = frozenset(pickle.loads(path.read_bytes()))
+            return _INDEPENDENT[claim_id]
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError):
+            pass
+    shown = itest.theory_independent(c, s, m)
+    out = frozenset(i for i, e in enumerate(c.planted_errors) if any(e is x for x in shown))
+    _INDEPENDENT[claim_id] = out
+    if path is not None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pickle.dumps(sorted(out)))
+        os.replace(tmp, path)
+    return out

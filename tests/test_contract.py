@@ -119,10 +119,44 @@ PLANTED = [(c, p) for c in MIGRATED for p in c.planted_errors]
                          ids=[f"{c.id}:{p.side}:{p.target.split(':')[-1]}" for c, p in PLANTED])
 @pytest.mark.slow
 def test_planted_errors_fail(claim: Claim, error):
+    """Each planted error turns the verdict to ``fails``; each side's error leaves the other
+    side unchanged.  A theory-side error that one combined run (every theory error of the claim
+    planted at once, measured once: ``_memo.theory_independent``) showed not to reach the
+    measurement is judged on the clean measurement; any other is measured under the error and
+    the measurement compared bit for bit."""
     c, s, m, _ = _default_run(claim.id)  # the clean measurement, when the error's setting is s
-    v = itest.run_planted(claim, error, independence=True, unplanted=(s, m))
+    shown = error.side == "theory" and claim.planted_errors.index(error) in _memo.theory_independent(claim.id)
+    v = itest.run_planted(claim, error, independence=True, unplanted=(s, m), reuse_measurement=shown)
     assert v.verdict == error.expect, (f"planted {error.side} error ({error.what}): {v.verdict}"
                                        f"\n{v.summary()}")
+
+
+def test_combined_independence_check_detects_a_leak():
+    """The one-run independence check (every theory error planted at once) clears a theory
+    error only when the measurement is unchanged: a claim whose measurement reads the theory is
+    not cleared, and its per-error check names the leak."""
+    import _fake_claims
+    from _fake_claims import SquareMean
+    from icltheory.core import measure_claim
+
+    class Leaky(SquareMean):
+        id = "testonly.square.leaky"
+
+        def measure(self, s, run):  # draws with the theory's variance: the measurement reads the theory
+            return {"x": _fake_claims.draw(run.rng(0), _fake_claims.variance(s.s) ** 0.5, s.n)}
+
+    for claim, cleared in ((SquareMean(), True), (Leaky(), False)):
+        s = claim.setting({"profile": "quick"})
+        m = measure_claim(claim, s)
+        theory_error = claim.planted_errors[0]
+        shown = itest.theory_independent(claim, s, m)
+        assert (theory_error in shown) is cleared, claim.id
+        if cleared:
+            v = itest.run_planted(claim, theory_error, unplanted=(s, m), reuse_measurement=True)
+            assert v.verdict == "fails"
+        else:
+            with pytest.raises(AssertionError, match="measure\\(\\) depends on the theory"):
+                itest.run_planted(claim, theory_error, independence=True, unplanted=(s, m))
 
 
 @pytest.mark.slow

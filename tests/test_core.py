@@ -116,13 +116,55 @@ def test_a_false_rational_identity_is_refuted_at_the_exact_tier():
     for lhs, rhs in [((x + y) ** 2, x**2 + y**2), (1 / (x + 1), 1 / x), (sp.Integer(3), 2),
                      (n * (n + 1), n**2), (sp.Matrix([[x, 1], [y, 2]]), sp.Matrix([[x, 1], [y, 3]]))]:
         st, tier, detail = verify_identity(lhs, rhs)
-        assert (st, tier) == ("refuted", "exact") and "nonzero rational function" in detail
+        assert (st, tier) == ("refuted", "exact") and "≠ 0" in detail, detail
     st, tier, _ = verify_identity(sp.sqrt(2) * x, x)  # an irrational coefficient: not this rule
     assert st == "refuted" and tier != "exact"
     # (√3 + 1)²/4 − (2 + √3)/2 = 0 although neither side is rational: never refuted here
     assert verify_identity((sp.sqrt(3) + 1) ** 2 / 4, (2 + sp.sqrt(3)) / 2)[0] == "verified"
     assert verify_identity(sp.exp(x) * sp.exp(y), sp.exp(x + y))[0] == "verified"
     assert verify_identity((x**2 - 1) / (x - 1), x + 1)[:2] == ("verified", "exact")
+
+
+def test_a_false_identity_is_refuted_before_the_slow_tiers():
+    """A false identity is refuted at one random point (exactly where the value is rational)
+    without SymPy's cancel/equals, which can run for seconds on it; a true one whose residual
+    is rounding at 50 digits is not refuted there."""
+    from icltheory.core._derivation import _nonzero_at_random_points
+
+    x, y = sp.symbols("x y", positive=True)
+    big = sp.expand((x + y + 1) ** 12)
+    assert _nonzero_at_random_points([big - (big + x / 10**30)], points=1, seed=0)[:2] == ("refuted", "exact")
+    assert _nonzero_at_random_points([sp.exp(x) * big - sp.exp(x) * (big + 1)], points=1,
+                                     seed=0)[:2] == ("refuted", "numeric")
+    assert _nonzero_at_random_points([sp.exp(x + y) - sp.exp(x) * sp.exp(y)], points=3, seed=0) is None
+    assert _nonzero_at_random_points([sp.exp(sp.pi * sp.sqrt(163)) - (640320**3 + 744)], points=1,
+                                     seed=0) is None  # 7.5e-13 against 2.6e17: for the arb tier
+
+
+def test_identity_verdicts_are_kept_per_machine_and_bypassed_under_a_patched_verifier(tmp_path, monkeypatch):
+    """The verdict on an identity is stored by its exact spelling and read back; while the
+    verifier's own code is patched no stored verdict stands in for it."""
+    from icltheory.core import _cache, _derivation
+
+    monkeypatch.setenv("ICLTHEORY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_cache, "_IDENTITIES", {})
+    x = sp.Symbol("x", positive=True)
+    calls = []
+    real = _derivation.verify_identity
+
+    def counting(lhs, rhs, **kw):
+        calls.append(1)
+        return real(lhs, rhs, **kw)
+
+    first = _derivation._verify_once((x + 1) ** 2, x**2 + 2 * x + 1, seed=0)
+    assert first[0] == "verified" and list((tmp_path / "identities").iterdir())
+    _cache._IDENTITIES.clear()  # another process: read from disk
+    monkeypatch.setattr(_derivation, "verify_identity", counting)  # a patched verifier …
+    assert _derivation._verify_once((x + 1) ** 2, x**2 + 2 * x + 1, seed=0) == first
+    assert calls == [1]  # … is run, not replaced by the stored verdict
+    monkeypatch.setattr(_derivation, "verify_identity", real)
+    assert _derivation._verify_once((x + 1) ** 2, x**2 + 2 * x + 1, seed=0) == first  # stored
+    assert _derivation._verify_once((x + 1) ** 2, x**2 + 2 * x + 2, seed=0)[0] == "refuted"
 
 
 def test_derivation_records_and_renders():

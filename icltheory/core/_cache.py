@@ -272,6 +272,35 @@ def _write(path: Path, key: str, value: Any) -> None:
                 pass
 
 
+#: identity verdicts of this process, by key (bounded: the oldest dropped first)
+_IDENTITIES: dict[str, Any] = {}
+_IDENTITIES_MAX = 4096
+
+
+def identity_verdict(parts: tuple[str, ...], compute: Callable[[], Any]) -> Any:
+    """The verdict on one symbolic identity, kept once per machine: ``parts`` spell the
+    identity completely (both sides' ``srepr`` and the verifier's options), so the key — with
+    icltheory's source hash and the library versions — fixes the answer.  Unlike ``@derived``
+    values this is read and written inside :func:`rederive` blocks too: a patched theory that
+    changes an expression changes its key, and a step it leaves alone needs no second proof.
+    (The caller bypasses it while the verifier's own code is patched.)"""
+    if _switched_off() or _off["cleared"]:
+        return compute()
+    key = json.dumps({"identity": list(parts), "sources": {"icltheory": _source_hash("icltheory")},
+                      "versions": dict(_versions())}, sort_keys=True, ensure_ascii=True)
+    if key in _IDENTITIES:
+        return _IDENTITIES[key]
+    path = cache_dir() / "identities" / (hashlib.sha256(key.encode()).hexdigest()[:40] + _SUFFIX)
+    value = _read(path, key)
+    if value is _MISS:
+        value = compute()
+        _write(path, key, value)
+    if len(_IDENTITIES) >= _IDENTITIES_MAX:
+        _IDENTITIES.pop(next(iter(_IDENTITIES)))
+    _IDENTITIES[key] = value
+    return value
+
+
 def _load_or_derive(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     if _off["scopes"]:
         return _derive_under_patch(f, args)

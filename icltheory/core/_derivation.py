@@ -26,6 +26,7 @@ are verified as given.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,6 +185,37 @@ def _random_point(symbols: Any, rnd: random.Random) -> dict[Any, Any]:
     return pt
 
 
+def _nonzero_at_random_points(diffs: Any, *, points: int, seed: int) -> tuple[str, str, str] | None:
+    """A refutation where some ``lhs − rhs`` is nonzero at a random rational point respecting
+    the symbols' assumptions: exactly (the value is a nonzero rational number) or numerically
+    (≥ 1e-20 relative to its terms' scale at 50 digits); ``None`` when nothing was found."""
+    import sympy as sp
+
+    free = sorted(set().union(*(d.free_symbols for d in diffs)), key=lambda s: s.name)
+    rnd = random.Random(seed)
+    for _ in range(points):
+        pt = _random_point(free, rnd)
+        for k, d in enumerate(diffs):
+            try:
+                exact = d.xreplace(pt)
+                if exact.is_Rational and exact != 0:
+                    return ("refuted", "exact", f"entry {k}: lhs − rhs = {exact} ≠ 0 at {pt} "
+                            "(exact rational arithmetic)")
+                val = sp.N(exact, 50)
+                if not val.is_number or val.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+                    continue
+                mag = abs(complex(val))
+                if not (math.isfinite(mag) and mag > 1e-40):
+                    continue  # zero to the digits carried: decides nothing (the usual true step)
+                scale = max((abs(complex(sp.N(a.xreplace(pt), 50))) for a in sp.Add.make_args(d)),
+                            default=0.0)
+            except Exception:
+                continue
+            if mag > 1e-20 * max(scale, 1e-300):
+                return "refuted", "numeric", f"entry {k}: |lhs − rhs| = {mag:.3g} at {pt} (50 digits)"
+    return None
+
+
 #: the largest expression (in SymPy operations) handed to ``Expr.equals``
 EQUALS_MAX_OPS = 300
 
@@ -196,6 +228,12 @@ def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> t
     if len(L) != len(R):
         return "refuted", "exact", f"shape mismatch: {len(L)} vs {len(R)} entries"
     diffs = [sp.sympify(a) - sp.sympify(b) for a, b in zip(L, R)]
+    # tier 0: a false identity is usually plainly nonzero at a random admissible point; one
+    # point at 50 digits refutes it before the exact tiers, which can spend seconds trying
+    # to prove it.  A zero (or unevaluable) value decides nothing and the exact tiers run.
+    early = _nonzero_at_random_points(diffs, points=1, seed=seed + 7919)
+    if early is not None:
+        return early
     # tier 1: exact (each entry tested once; cancel() is the expensive part).  A nonzero
     # canonical form of a rational function with rational coefficients refutes at once.
     canon = [_canonical(d) for d in diffs]
@@ -275,6 +313,30 @@ def _arb_tier(diffs: Any) -> tuple[str, str | None, str]:
         flint.ctx.prec = old
 
 
+def _verifier_code() -> tuple[Any, ...]:
+    """The code of this module's functions: differs from the imported code while a test patches
+    the verifier (then no stored verdict may stand in for it)."""
+    return tuple((name, f.__code__) for name, f in sorted(globals().items())
+                 if callable(f) and getattr(f, "__module__", None) == __name__ and hasattr(f, "__code__"))
+
+
+def _verify_once(lhs: Any, rhs: Any, *, seed: int) -> tuple[str, str | None, str]:
+    """:func:`verify_identity`, its answer kept per machine by the identity's exact spelling
+    (``srepr`` of both sides and the seed): the same identity is proved once, also when a
+    planted error re-derives a theory whose other steps it leaves unchanged."""
+    import sympy as sp
+
+    from . import _cache
+
+    if _verifier_code() != _PRISTINE:
+        return verify_identity(lhs, rhs, seed=seed)
+    try:
+        parts = (sp.srepr(lhs), sp.srepr(rhs), f"points=12 seed={seed}")
+    except Exception:
+        return verify_identity(lhs, rhs, seed=seed)
+    return _cache.identity_verdict(parts, lambda: verify_identity(lhs, rhs, seed=seed))
+
+
 @dataclass
 class Derivation:
     """A recorded, verified chain of symbolic steps with named intermediates."""
@@ -316,8 +378,8 @@ class Derivation:
         ``sp.Derivative(f, t)``, ``sp.Limit(f, t, sp.oo)``, ``sp.UnevaluatedExpr(part)``):
         they are verified after ``doit()``, and both forms are recorded."""
         lv, rv = _evaluated(lhs), _evaluated(rhs)
-        status, tier, detail = verify_identity(lhs if lv is None else lv,
-                                               rhs if rv is None else rv, seed=len(self.steps))
+        status, tier, detail = _verify_once(lhs if lv is None else lv, rhs if rv is None else rv,
+                                            seed=len(self.steps))
         st = Step(name, lhs, rhs, why, status, tier, detail, lv, rv)
         self.steps.append(st)
         return st
@@ -422,3 +484,6 @@ def _step_markdown(i: int, s: Step) -> list[str]:
     line = f"   {verdict}" + (f" by tier **{s.tier}**" if s.tier else "")
     out += [line + (f": {s.detail}" if s.detail else "") + ".", ""]
     return out
+
+
+_PRISTINE = _verifier_code()
