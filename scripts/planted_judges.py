@@ -102,6 +102,18 @@ orig = D.slope_allowance
 replace(orig, lambda fit, y, abs_err: 3 * orig(fit, y, abs_err))
 """,
     ),
+    "rescaling-kappa-squared": (
+        "nonlinear.rescaling's exponent tolerance growing as κ² (not κ) with the gradient's cancellation",
+        """
+import inspect, textwrap
+from proofs.nonlinear_regression.claims import scaling as M
+src = textwrap.dedent(inspect.getsource(M.Rescaling.judge))
+assert "1e-13 * max(1.0, k)" in src
+ns = {}
+exec(compile(src.replace("1e-13 * max(1.0, k)", "1e-13 * max(1.0, k) ** 2"), M.__file__, "exec"), vars(M), ns)
+M.Rescaling.judge = ns["judge"]
+""",
+    ),
 }
 
 _PRELUDE = """

@@ -782,3 +782,32 @@ def test_trend_bound_level_pair():
     q = S.t_quantile(2e-4, x.size, S.moments(x).skewness, S.moments(x).kurtosis)[0]
     assert b.upper == pytest.approx(x.mean() - q * x.std(ddof=1) / math.sqrt(x.size), rel=1e-12)
     assert _margin(b.upper, float(x.mean()), b.upper) == 0.0
+
+
+def test_rescaling_exponent_tolerance_scales_with_cancellation_pair():
+    """nonlinear.rescaling: at a weight point whose gradient has cancelled κ-fold the measured
+    exponent may carry κ × 1e-13 / |ln(L/L')| of rounding (+1e-12); an error just outside that
+    allowance fails, just inside holds, at κ = 1 and κ = 1e3 alike; a point beyond κ = 1e6 (the
+    rounding floor) is left out."""
+    from icltheory.core import get_claim
+
+    c = get_claim("nonlinear.rescaling")
+    s = c.setting({"profile": "quick", "L": 2.0, "L_prime": 1.0})
+    ln = math.log(s.L / s.L_prime)
+    pred = {"eta_exponent": 2.0, "loss_ratio": (s.L / s.L_prime) ** 2}
+    loss = np.array([1.0, 0.5, 0.25])
+    W = np.ones((3, 3))
+    for kappa in (1.0, 1e3):
+        tol = 1e-13 * kappa / ln + 1e-12
+        for factor, passed in ((1 - 1e-3, True), (1 + 1e-3, False)):
+            m = {"W": [W, W.copy()], "loss": [loss, loss / pred["loss_ratio"]], "attn": [loss, loss.copy()],
+                 "steps": np.arange(3), "gradient_exponent": [(2.0, 1.0), (2.0 + factor * tol, kappa)]}
+            ctx = _ctx(**pred)
+            c.judge(s, pred, m, ctx)
+            (check,) = [x for x in ctx.checks if "exponent of the gradient" in x.name]
+            assert check.passed is passed, (kappa, factor, check.detail)
+    m["gradient_exponent"] = [(2.0, 1.0), (2.5, 2e6)]  # at the rounding floor: not judged
+    ctx = _ctx(**pred)
+    c.judge(s, pred, m, ctx)
+    (check,) = [x for x in ctx.checks if "exponent of the gradient" in x.name]
+    assert check.passed is True and check.measured == 2.0 and "left out" in str(check)
