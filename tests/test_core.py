@@ -147,6 +147,8 @@ def test_identity_verdicts_are_kept_per_machine_and_bypassed_under_a_patched_ver
     from icltheory.core import _cache, _derivation
 
     monkeypatch.setenv("ICLTHEORY_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ICLTHEORY_CACHE", raising=False)
+    monkeypatch.setitem(_cache._off, "cleared", False)  # as in a process that never cleared its caches
     monkeypatch.setattr(_cache, "_IDENTITIES", {})
     x = sp.Symbol("x", positive=True)
     calls = []
