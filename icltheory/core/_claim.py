@@ -758,6 +758,16 @@ def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
         if profile not in PROFILES:
             raise BadInput(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
         setting = setting.with_profile(profile)
+    if not claim.is_legacy() and not predict:
+        # a setting over the profile's budget is refused from its estimate alone, before any
+        # theory is derived or solved (with --predict values the constants are needed first,
+        # to tell malformed values apart as bad input)
+        b = _Boundary("the work estimate")
+        refusal = None
+        with b:
+            refusal = _over_budget(claim, setting)
+        if refusal is not None:
+            return _stopped(claim, setting, refusal)
     constants, tb = _theory_constants(claim, setting)
     if constants is not None:  # malformed --predict values are bad input before any run
         apply_predictions(claim.id, constants, predict or {}, claim.informational)
