@@ -62,15 +62,21 @@ class DropTimeOde:
         q = sp.Matrix(D, 1, lambda i, j: sp.Symbol(f"q_{i}", real=True))
         es = sp.symbols(f"e_1:{D + 1}", real=True)
         Ed = sp.diag(*es)
-        d.step("τv̇ = ⟨E, k qᵀ⟩ = Σ_d e_d k_d q_d for diagonal E", (Ed.T * k * q.T).trace(),
-               sum(es[i] * k[i] * q[i] for i in range(D)), "SeparateDynamics: τv̇ = ⟨E, KᵀQ⟩, rank 1")
-        d.step("τk̇ = v E q: τk̇_d = v e_d q_d", v * Ed * q, sp.Matrix([v * es[i] * q[i] for i in range(D)]),
-               "SeparateDynamics: τK̇ = v Q Eᵀ (E diagonal)")
-        d.step("τq̇ = v E k: τq̇_d = v e_d k_d", v * Ed * k, sp.Matrix([v * es[i] * k[i] for i in range(D)]),
-               "SeparateDynamics: τQ̇ = v K E")
+        I = sp.ImmutableMatrix
+        d.step("τv̇ = ⟨E, k qᵀ⟩ = Σ_d e_d k_d q_d for diagonal E",
+               sp.UnevaluatedExpr(sp.Trace(sp.MatMul(I(Ed.T), I(k), I(q.T), evaluate=False))),
+               sum(es[i] * k[i] * q[i] for i in range(D)),
+               "SeparateDynamics: τv̇ = ⟨E, KᵀQ⟩ = tr(Eᵀ kqᵀ), rank 1, E = diag(e)")
+        # products of explicit matrices, unevaluated (wrapped: the verifier multiplies them out with
+        # doit(), much faster than forming each entry as a symbolic sum)
+        d.step("τk̇ = v E q: τk̇_d = v e_d q_d", sp.UnevaluatedExpr(sp.MatMul(v, I(Ed), I(q), evaluate=False)),
+               sp.Matrix([v * es[i] * q[i] for i in range(D)]), "SeparateDynamics: τK̇ = v Q Eᵀ (E diagonal)")
+        d.step("τq̇ = v E k: τq̇_d = v e_d k_d", sp.UnevaluatedExpr(sp.MatMul(v, I(Ed), I(k), evaluate=False)),
+               sp.Matrix([v * es[i] * k[i] for i in range(D)]), "SeparateDynamics: τQ̇ = v K E")
         lam, c, m = sp.symbols("lambda c m", positive=True)
-        d.step("e_d vanishes at the learned value M_dd = 1/(λ_d c_d)", residual_diagonal(lam, c, 1 / (lam * c)), 0,
-               "so a direction's drop is M_dd reaching half of 1/(λc)")
+        d.step("e_d vanishes at the learned value M_dd = 1/(λ_d c_d)",
+               sp.Subs(residual_diagonal(lam, c, m), m, 1 / (lam * c)), 0,
+               "substitute M_dd = 1/(λc): so a direction's drop is M_dd reaching half of 1/(λc)")
         d.say("Off-diagonal entries of M enter E only through E[ββᵀ] M Λ, so dropping them changes the "
               "flow by terms of second order in the off-diagonal weights: exact to first order while the "
               "weights are small (the first plateau and its escape).")

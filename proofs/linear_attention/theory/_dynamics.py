@@ -33,10 +33,10 @@ class MergedDynamics:
         G = pop.Lam**2
         s = sp.Symbol("s", real=True)
         for sign in (1, -1):
-            path = pop.at(pop.loss, s * (sign * s) * G)
+            path = sp.collect(sp.expand(pop.at(pop.loss, s * (sign * s) * G)), s)
             d.step(f"curvature at θ = 0 along (v, U) = s(1, {'+' if sign > 0 else '−'}Λ²)",
-                   sp.diff(path, s, 2).subs(s, 0), -sign * 4 * (G.multiply_elementwise(G)).trace(),
-                   "second derivative of L along the path at s = 0")
+                   sp.Subs(sp.Derivative(path, (s, 2)), s, 0), -sign * 4 * (G.multiply_elementwise(G)).trace(),
+                   "second derivative at s = 0 of L along the path, L(M) at M = vU = ±s²Λ²")
         d.fact("θ = 0 is a saddle", True,
                "∇L(0) = 0 (L depends on θ through the product vU) and the curvature is −4‖Λ²‖²_F < 0 "
                "along (1, Λ²), +4‖Λ²‖²_F > 0 along (1, −Λ²)", "indefinite Hessian at a stationary point")
@@ -51,8 +51,10 @@ class MergedDynamics:
                Lsig.subs(Dd, DSYM), "substitute M = σI and λ_d = λ into the general L(M)")
         Lhalf = (Lsig / 2).xreplace({sg: a * b / sp.sqrt(Dd)})
         adot, bdot = -sp.diff(Lhalf, a), -sp.diff(Lhalf, b)
-        d.step("balance a² − b² is conserved", sp.expand(2 * a * adot - 2 * b * bdot), 0,
-               "aligned two-layer network W₁ = a·r vec(I)ᵀ/√D, w₂ = b·r (‖r‖ = 1): σ = ab/√D")
+        d.step("balance a² − b² is conserved",
+               2 * a * -sp.Derivative(Lhalf, a) - 2 * b * -sp.Derivative(Lhalf, b), 0,
+               "d/dt(a² − b²) = 2aȧ − 2bḃ with τȧ = −∂L_1/2/∂a, τḃ = −∂L_1/2/∂b: aligned two-layer "
+               "network W₁ = a·r vec(I)ᵀ/√D, w₂ = b·r (‖r‖ = 1), σ = ab/√D")
         sdot = ((adot * b + a * bdot) / sp.sqrt(Dd)).xreplace({b: a})
         d.step("τσ̇ = 2λ²√D σ(1 − λcσ)", sdot,
                (2 * lam**2 * sp.sqrt(Dd) * sg * (1 - lam * c * sg)).xreplace({sg: a**2 / sp.sqrt(Dd)}),
@@ -61,7 +63,8 @@ class MergedDynamics:
         d.define("σ(t)", sigma, "the closed form (logistic), rate r = 2λ²√D")
         d.step("σ(t) solves the ODE", sp.diff(sigma, t), r * sigma * (1 - lam * c * sigma),
                "differentiate the closed form")
-        d.step("σ(0) = w²/√D", sigma.subs(t, 0), w**2 / sp.sqrt(Dd), "aligned balanced init a = b = w")
+        d.step("σ(0) = w²/√D", sp.Subs(sigma, t, 0), w**2 / sp.sqrt(Dd),
+               "substitute t = 0: the aligned balanced init a = b = w")
         sig_inf = sp.limit(sigma, t, sp.oo)
         d.step("σ(∞) = 1/(λc)", sig_inf, 1 / (lam * c), "limit t → ∞")
         t_half = sp.log(sp.sqrt(Dd) / (lam * c * w**2) - 1) / r
@@ -133,22 +136,25 @@ class ScalarOde:
         dv, dk = (-sp.diff(L, x) / 2 for x in (vv, ka))
         d.step("balance v² − κ² is conserved", 2 * vv * dv - 2 * ka * dk, 0, "d/dt(v²) = d/dt(κ²) = d/dt(ρ²)")
         rhs = lam**2 * vv**2 - lam**3 * c * vv**5
-        d.step("τv̇ on the balanced manifold", dv.xreplace({ka: vv, rh: vv}), rhs,
+        d.step("τv̇ on the balanced manifold", sp.Subs(-sp.Derivative(L, vv) / 2, (ka, rh), (vv, vv)), rhs,
                "substitute κ = ρ = v into −½∂L/∂v")
         v_star = (lam * c) ** sp.Rational(-1, 3)
-        d.step("v* = (λc)^(-1/3) is a fixed point", rhs.subs(vv, v_star), 0, "λ²v*²(1 − λcv*³) = 0")
-        drop = -(L.subs({vv: v_star, ka: v_star, rh: v_star}) - sp.Symbol("L_0"))
-        d.step("loss drop λ/c", drop, lam / c, "L(v*) − L(0) = −2λ²/(λc) + λ³c/(λc)²")
-        kappa = sp.diff(L.subs({vv: s, ka: s, rh: s}) / 2, s, 2).subs(s, v_star)
+        d.step("v* = (λc)^(-1/3) is a fixed point", sp.Subs(rhs, vv, v_star), 0,
+               "substitute v = v*: λ²v*²(1 − λcv*³) = 0")
+        at = (vv, ka, rh)
+        drop = sp.Subs(L, at, (0, 0, 0)) - sp.Subs(L, at, (v_star,) * 3)
+        d.step("loss drop λ/c", drop, lam / c, "L(0) − L(v*) = 2λ²/(λc) − λ³c/(λc)²")
+        kappa = sp.Subs(sp.Derivative(L.subs({vv: s, ka: s, rh: s}) / 2, (s, 2)), s, v_star)
         d.step("curvature of L_1/2 along the balanced direction at v*", kappa,
                9 * lam ** sp.Rational(5, 3) * c ** sp.Rational(-1, 3),
                "d²/ds² L_1/2(s, s, s) at s = v*: GD on it is stable for η < 2/κ")
         Gu = G_closed_form(u)
         d.define("G(u)", Gu, "closed-form integral (derived here)")
         d.step("G'(u) = 1/(u²(1 − u³))", sp.diff(Gu, u), 1 / (u**2 * (1 - u**3)), "differentiate G")
-        udot = (b ** sp.Rational(1, 3) * rhs.subs(vv, u / b ** sp.Rational(1, 3))).subs(c, b / lam)
-        d.step("τu̇ = λ² b^(−1/3) u²(1 − u³) with u = b^(1/3)v, b = λc", sp.expand(udot),
-               sp.expand(lam**2 * b ** sp.Rational(-1, 3) * u**2 * (1 - u**3)), "change of variable")
+        udot = b ** sp.Rational(1, 3) * sp.Subs(rhs, (vv, c), (u / b ** sp.Rational(1, 3), b / lam))
+        d.step("τu̇ = λ² b^(−1/3) u²(1 − u³) with u = b^(1/3)v, b = λc", udot,
+               lam**2 * b ** sp.Rational(-1, 3) * u**2 * (1 - u**3),
+               "change of variable: τu̇ = b^(1/3) τv̇ at v = u b^(−1/3), c = b/λ")
         d.step("dt/du = τ b^(1/3) G'(u)/λ²", b ** sp.Rational(1, 3) / lam**2 * sp.diff(Gu, u),
                1 / (lam**2 * b ** sp.Rational(-1, 3) * u**2 * (1 - u**3)),
                "so t − t₀ = τ b^(1/3)[G(u) − G(u₀)]/λ²")
@@ -156,8 +162,10 @@ class ScalarOde:
         transit = (lam * c) ** sp.Rational(1, 3) / lam**2 * (Gu.subs(u, u1) - Gu.subs(u, u0))
         d.define("transit(u₀ → u₁)", transit, "time for u to go from u₀ to u₁")
         offset = sp.limit(Gu + 1 / u, u, 0, "+")
-        d.step("lim_{u→0} G(u) + 1/u = −π/(6√3)", offset, -sp.pi / (6 * sp.sqrt(3)),
-               "so the escape time is τ/(λ²v₀) + τ b^(1/3)[G(½) + π/(6√3)]/λ² + o(1) as v₀ → 0")
+        d.step("lim_{u→0} G(u) + 1/u = −π/(6√3)", sp.Limit(sp.Add(Gu, 1 / u, evaluate=False), u, 0, "+"),
+               -sp.pi / (6 * sp.sqrt(3)),
+               "G's only singular term at 0 is −1/u (the others are continuous there): so the escape time is "
+               "τ/(λ²v₀) + τ b^(1/3)[G(½) + π/(6√3)]/λ² + o(1) as v₀ → 0")
         self.terms = {"c": popm.c_coefficient(lam, T, N), "v_star": v_star, "drop": lam / c,
                       "kappa": 9 * lam ** sp.Rational(5, 3) * c ** sp.Rational(-1, 3),
                       "transit": transit, "naive": 1 / (lam**2 * v0),
@@ -190,7 +198,7 @@ class InitScale:
                xs ** (Dm * Dm - 1) * (xs**2 - g2), "eigenvalues ±‖Λ²‖_F and 0")
         w, K0, g = sp.symbols("w K_0 g", positive=True)
         T_m = (sp.log(K0) - sp.log(w)) / g
-        d.step("dT/d ln(1/w) = 1/‖Λ²‖_F", -w * sp.diff(T_m, w), 1 / g,
+        d.step("dT/d ln(1/w) = 1/‖Λ²‖_F", -w * sp.Derivative(T_m, w), 1 / g,
                "the product grows like w²e^{2gt}: it reaches a fixed size at T = (ln K₀ − ln w)/g")
         a = sp.Symbol("a", positive=True)
         k = sp.Matrix(Dm, 1, lambda i, j: sp.Symbol(f"k_{i}", real=True))
@@ -201,7 +209,10 @@ class InitScale:
                "F(aθ) = a²F(θ): scaling the init by a scales the plateau's time by 1/a, so "
                "d ln T/d ln w = −1 up to the scale-free escape (the offset of linattn.separate.scalar-ode)")
         degree = sp.Poly(F[0], v, *k, *q).homogeneous_order()
-        d.step("T ∝ w^(1 − degree): d ln T/d ln w", sp.Integer(1 - degree), -1,
-               "a flow homogeneous of degree p runs (1/a)^(p−1) times faster from a·θ₀")
+        p, T0 = sp.Symbol("p", integer=True), sp.Symbol("T_0", positive=True)
+        d.step("T ∝ w^(1 − degree): d ln T/d ln w",
+               sp.Subs(w * sp.Derivative(sp.log(T0 * w ** (1 - p)), w), p, degree), -1,
+               "a flow homogeneous of degree p runs (1/a)^(p−1) times faster from a·θ₀, so T = T₀w^(1−p); "
+               "p is the flow's homogeneous order")
         self.terms = {"g_sq": lam**4, "attn_s_slope": sp.Integer(1 - degree)}
         self.derivation = d

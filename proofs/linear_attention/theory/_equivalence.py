@@ -103,21 +103,32 @@ class Equivalence:
         err = sp.Rational(1, 2) * (output(WKQ) - yq) ** 2
         zero = {s: 0 for s in list(a) + list(b)}
         labels = [y[k] for k in range(N)] + [yq]
-        odd = [sp.expand(sp.diff(err, s).xreplace(zero)) for s in list(a) + list(b)]
+        # the gradient of ½(ŷ_q − y_q)² in s is (ŷ_q − y_q)·∂ŷ_q/∂s (chain rule): at a = b = 0 the
+        # residual is a common factor, shown once in front of the vector of ∂ŷ_q/∂s
+        I = sp.ImmutableMatrix
+        res = (output(WKQ) - yq).xreplace(zero)
+        douts = [sp.diff(output(WKQ), s).xreplace(zero) for s in list(a) + list(b)]
+
+        def gradient(flip):
+            return sp.MatMul(flip(res), I([flip(g) for g in douts]), evaluate=False)
+
         d.step("∂ℓ/∂a, ∂ℓ/∂b at a = b = 0 are odd in the labels",
-               sp.Matrix([g + label_flip(g, labels) for g in odd]), sp.zeros(len(odd), 1),
-               "each gradient plus itself with every label y_n and the target y_q negated vanishes: the "
-               "residual ŷ_q − y_q is odd in the labels and ∂ŷ_q/∂a = S_xx U x_q/N, ∂ŷ_q/∂b = v S_yy x_q/N "
-               "(at a = b = 0) are even; on a training set closed under w → −w these gradients sum to "
-               "zero, so GD never moves a and b from 0")
+               sp.MatAdd(gradient(lambda e: e), gradient(lambda e: label_flip(e, labels)), evaluate=False),
+               sp.zeros(len(douts), 1),
+               "each gradient (ŷ_q − y_q)·∂ŷ_q/∂s at a = b = 0 plus itself with every label y_n and the "
+               "target y_q negated vanishes: the residual ŷ_q − y_q is odd in the labels and "
+               "∂ŷ_q/∂a = S_xx U x_q/N, ∂ŷ_q/∂b = v S_yy x_q/N (at a = b = 0) are even; on a training set "
+               "closed under w → −w these gradients sum to zero, so GD never moves a and b from 0")
         net = v * (beta.T * U * xq)[0]
-        d.step("∂ℓ/∂v = the network's ∂ℓ/∂w₂ at a = b = 0", sp.expand(sp.diff(err, v).xreplace(zero)),
-               sp.expand((net - yq) * sp.diff(net, v)),
-               "with ŷ_q = w₂ᵀW₁z, w₂ = v, the row of W₁ = vec(U)")
+        d.step("∂ℓ/∂v = the network's ∂ℓ/∂w₂ at a = b = 0", sp.diff(err, v).xreplace(zero),
+               (net - yq) * sp.Derivative(net, v),
+               "ATTN_M's gradient (ŷ_q − y_q)·∂ŷ_q/∂v at a = b = 0 against the network's "
+               "(w₂ᵀW₁z − y_q)·∂(w₂ᵀW₁z)/∂w₂ with w₂ = v, the row of W₁ = vec(U)")
         d.step("∂ℓ/∂U = the network's ∂ℓ/∂W₁ at a = b = 0",
-               sp.Matrix(D, D, lambda i, j: sp.expand(sp.diff(err, U[i, j]).xreplace(zero))),
-               sp.Matrix(D, D, lambda i, j: sp.expand((net - yq) * v * beta[i] * xq[j])),
-               "∂(w₂ᵀW₁z)/∂(W₁)_{ab} = w₂ z_ab = v β_a x_q,b")
+               sp.MatMul(res, I(D, D, lambda i, j: sp.diff(output(WKQ), U[i, j]).xreplace(zero)), evaluate=False),
+               sp.MatMul(net - yq, v, I(beta * xq.T), evaluate=False),
+               "ATTN_M's gradient (ŷ_q − y_q)·∂ŷ_q/∂U at a = b = 0 against the network's "
+               "(w₂ᵀW₁z − y_q)·w₂ z with ∂(w₂ᵀW₁z)/∂(W₁)_{ab} = w₂ z_ab = v β_a x_q,b")
         d.say("So one GD step maps corresponding weights (a = b = 0) to corresponding weights, and by "
               "induction the two trainings agree at every step: the same weights, the same predictions, the "
               "same training loss. Every other entry of W^V and W^KQ (the value's input rows, the key-query's "

@@ -45,17 +45,17 @@ class LazyRegime:
         Lm = sp.Symbol("L_0") - 2 * lam**2 * m + lam**3 * c * m**2
         Lstar = Lm.subs(m, 1 / (lam * c))
         ell = sp.factor(sp.expand((Lm - Lstar).subs(m, u**3 / (lam * c))))
-        d.step("ℓ = L(m e eᵀ) − L(m* e eᵀ) = (λ/c)(1 − u³)², m = u³/(λc)", ell, lam / c * (1 - u**3) ** 2,
+        ell_closed = lam / c * (1 - u**3) ** 2
+        d.step("ℓ = L(m e eᵀ) − L(m* e eᵀ) = (λ/c)(1 − u³)², m = u³/(λc)", ell, ell_closed,
                "the loss restricted to the direction (L₀ = tr Λ), m = v³ on the balanced ansatz, u = (λc)^(1/3) v")
         rhs_v = lam**2 * v**2 - lam**3 * c * v**5
-        udot = sp.simplify((b ** sp.Rational(1, 3) * rhs_v.subs(v, u / b ** sp.Rational(1, 3))).subs(c, b / lam))
-        d.step("τu̇ = λ² b^(−1/3) u²(1 − u³)", sp.expand(udot),
-               sp.expand(lam**2 * b ** sp.Rational(-1, 3) * u**2 * (1 - u**3)),
-               "the scalar plateau ODE τv̇ = λ²v² − λ³cv⁵ in u = b^(1/3)v, b = λc")
         udot = lam**2 * b ** sp.Rational(-1, 3) * u**2 * (1 - u**3)
-        rate_l = sp.factor(-(sp.diff(ell, u) * udot).subs(c, b / lam))
-        d.step("|ℓ̇| = 6λ³ b^(−1/3)/c · u⁴(1 − u³)²", rate_l,
-               sp.factor((6 * lam**3 * b ** sp.Rational(-1, 3) / c * u**4 * (1 - u**3) ** 2).subs(c, b / lam)),
+        d.step("τu̇ = λ² b^(−1/3) u²(1 − u³)",
+               b ** sp.Rational(1, 3) * sp.Subs(rhs_v, (v, c), (u / b ** sp.Rational(1, 3), b / lam)), udot,
+               "the scalar plateau ODE τv̇ = λ²v² − λ³cv⁵ in u = b^(1/3)v, b = λc: "
+               "τu̇ = b^(1/3) τv̇ at v = u b^(−1/3), c = b/λ")
+        d.step("|ℓ̇| = 6λ³ b^(−1/3)/c · u⁴(1 − u³)²", -sp.Derivative(ell_closed, u) * udot,
+               6 * lam**3 * b ** sp.Rational(-1, 3) / c * u**4 * (1 - u**3) ** 2,
                "chain rule ℓ̇ = ℓ'(u) u̇ (ℓ decreases: u moves towards 1 from either side)")
         f = u**4 * (1 - u**3) ** 2
         fp = sp.factor(sp.diff(f, u))
@@ -72,19 +72,26 @@ class LazyRegime:
               "u₀ ≥ u_c the rate of decrease is largest at t = 0 (no plateau).")
         uc3 = U_CRIT_CUBED
         v_c = (uc3 / (lam * c)) ** sp.Rational(1, 3)
-        d.step("v_c = u_c (λc)^(−1/3) = (2/(5λc))^(1/3)", v_c ** 3, sp.Rational(2, 5) / (lam * c),
-               "back to weight units v = u/(λc)^(1/3)")
-        ddot = sp.expand(-udot.subs(u, 1 - dl))
+        u_c = sp.UnevaluatedExpr(uc3) ** sp.Rational(1, 3)
+        d.step("v_c = u_c (λc)^(−1/3) = (2/(5λc))^(1/3)", sp.Subs(u * (lam * c) ** sp.Rational(-1, 3), u, u_c),
+               (sp.Rational(2, 5) / (lam * c)) ** sp.Rational(1, 3),
+               "back to weight units v = u/(λc)^(1/3) at u = u_c")
+        ddot = -udot.subs(u, 1 - dl)
         lin = sp.diff(ddot, dl).subs(dl, 0)
-        d.step("τδ̇ = −3λ² b^(−1/3) δ + O(δ²) near u = 1 (δ = 1 − u)", lin, -3 * lam**2 * b ** sp.Rational(-1, 3),
-               "linearise the u-equation at its fixed point")
-        ell_d = ell.subs(u, 1 - dl)
-        d.step("ℓ = 9(λ/c) δ² + O(δ³)", sp.diff(ell_d, dl, 2).subs(dl, 0) / 2, 9 * lam / c,
-               "Taylor expansion of (λ/c)(1 − (1 − δ)³)²")
-        rho = (-2 * lin).subs(b, lam * c)
-        d.step("ρ = 6λ^(5/3) c^(−1/3): ℓ ∝ e^(−ρt/τ)", sp.simplify(rho - 6 * lam ** sp.Rational(5, 3)
-                                                                      * c ** sp.Rational(-1, 3)), 0,
-               "ℓ ∝ δ² and δ ∝ e^(3λ²b^(−1/3) … ): twice δ's rate")
+        d.step("τδ̇ = −3λ² b^(−1/3) δ + O(δ²) near u = 1 (δ = 1 − u)",
+               sp.Subs(sp.Derivative(ddot, dl), dl, 0), -3 * lam**2 * b ** sp.Rational(-1, 3),
+               "linearise the u-equation at its fixed point: τδ̇ = −τu̇ at u = 1 − δ, differentiated at "
+               "δ = 0")
+        ell_d = ell_closed.subs(u, 1 - dl)
+        d.step("ℓ = 9(λ/c) δ² + O(δ³)", sp.Subs(sp.Derivative(ell_d, (dl, 2)), dl, 0) / 2, 9 * lam / c,
+               "Taylor expansion of (λ/c)(1 − (1 − δ)³)²: half the second derivative at δ = 0 (ℓ and ℓ' "
+               "vanish there)")
+        t, d0 = sp.symbols("t delta_0", positive=True)
+        d.step("ρ = 6λ^(5/3) c^(−1/3): ℓ ∝ e^(−ρt/τ)",
+               sp.Subs(-sp.Derivative(sp.log(9 * lam / c * (d0 * sp.exp(lin * t)) ** 2), t), b, lam * c),
+               6 * lam ** sp.Rational(5, 3) * c ** sp.Rational(-1, 3),
+               "ρ = −d ln ℓ/dt with ℓ ≃ 9(λ/c)δ² and δ = δ₀e^(−3λ²b^(−1/3)t) (time in units of τ), "
+               "at b = λc: twice δ's rate")
         d.say("With one head per direction (balanced, aligned, common v₀) the directions evolve "
               "independently (the population loss is a sum over eigen-directions on diagonal M), "
               "so the loss has no plateau iff v₀ ≥ max_d v_c,d, and its gap above L* decays at "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sympy as sp
 
 from icltheory.core import Derivation
-from icltheory.symbolic import beta_moments_symbolic, fourth_moment_contracted, symmetric_matrix
+from icltheory.symbolic import beta_moments_symbolic, fourth_moment_contracted, isserlis, symmetric_matrix
 
 __all__ = ["c_coefficient", "drop_size", "eigen_order", "Population", "N", "T", "lam", "DSYM"]
 
@@ -56,7 +56,13 @@ def _moments(d: Derivation) -> tuple[sp.Matrix, sp.Matrix]:
     d.step("Gaussian fourth moment (Isserlis)", fourth, 2 * Sig * Sig + Sig.trace() * Sig,
            "E[(xᵀx) x xᵀ] summed over Isserlis pairings equals 2Σ² + tr(Σ)Σ")
     E_bw, E_bb = beta_moments_symbolic(Sig, N)
-    d.step("E[β wᵀ] = Σ", E_bw, Sig, "β = (1/N)Σ_n x_n x_nᵀ w with E[w wᵀ] = I")
+    # E[β wᵀ] from its definition: the N terms of β = (1/N)Σ_n x_n x_nᵀ w each contribute
+    # E[x_n x_nᵀ] E[w wᵀ] (w independent of x_n), both second moments by Isserlis
+    n = sp.Symbol("n", integer=True, positive=True)
+    second = [sp.ImmutableMatrix(DSYM, DSYM, lambda a, b, C=C: isserlis(C, (a, b))) for C in (Sig, sp.eye(DSYM))]
+    d.step("E[β wᵀ] = Σ", sp.MatMul(sp.Sum(1, (n, 1, N)) / N, *second, evaluate=False), E_bw,
+           "β = (1/N)Σ_n x_n x_nᵀ w: each of the N terms has E[x_n x_nᵀ w wᵀ] = E[x xᵀ] E[w wᵀ] "
+           "(w independent of the inputs), E[x xᵀ] = Σ and E[w wᵀ] = I by Isserlis")
     d.step("E[β βᵀ] = Σ² + (Σ² + tr(Σ)Σ)/N", E_bb, Sig * Sig + (Sig * Sig + Sig.trace() * Sig) / N,
            "N(N−1) pairs n≠m factorise into Σ²; the N pairs n=m need the fourth moment")
     return Sig, E_bb
@@ -104,10 +110,16 @@ class Population:
         diag_terms = [-2 * l**2 * mi + l**3 * cc * mi**2 for l, cc, mi in zip(lams, self.c, m)]
         d.step("L(diag(m)) = tr Λ + Σ_d ℓ_d(m_d)", self.at(self.loss, sp.diag(*m)), tr + sum(diag_terms),
                "for diagonal M the loss separates: ℓ_d(m) = −2λ_d²m + λ_d³c_d m²")
-        off = [self.at(sp.diff(self.loss, M[i, j]), sp.diag(*m))
-               for i in range(DSYM) for j in range(DSYM) if i != j]
-        d.step("∂L/∂M_ij = 0 (i ≠ j) at diagonal M", off, [0] * len(off),
-               "E[ββᵀ] and Λ are diagonal: a diagonal M has no off-diagonal gradient")
+        # the product of explicit matrices, unevaluated (wrapped: the verifier multiplies it out with
+        # doit(), much faster than forming each entry as a symbolic sum)
+        I = sp.ImmutableMatrix
+        grad_at_diag = sp.UnevaluatedExpr(sp.MatAdd(
+            sp.MatMul(-2, I(self.Lam), I(self.Lam), evaluate=False),
+            sp.MatMul(2, I(self.B), I(sp.diag(*m)), I(self.Lam), evaluate=False), evaluate=False))
+        d.step("∂L/∂M at M = diag(m) is diagonal: ∂L/∂M_ij = 0 (i ≠ j), ∂L/∂M_dd = ℓ_d'(m_d)",
+               grad_at_diag, sp.diag(*[-2 * l**2 + 2 * l**3 * cc * mi for l, cc, mi in zip(lams, self.c, m)]),
+               "the gradient −2Λ² + 2E[ββᵀ]MΛ (verified above) at M = diag(m): E[ββᵀ] and Λ are diagonal, "
+               "so a diagonal M has no off-diagonal gradient")
         mm, eps = sp.Symbol("m", real=True), sp.Symbol("epsilon", positive=True)
         c = c_coefficient(lam, T, N)
         ell = -2 * lam**2 * mm + lam**3 * c * mm**2
@@ -116,13 +128,17 @@ class Population:
         d.define("m*", mstar, "1/(λc): the learned value of M_dd (the PCR coefficient)")
         self.m_star_general, self.beta_diag_general = mstar, lam**2 * c
         self.drop_general = drop_size(lam, T, N)
-        d.step("ℓ'(m*) = 0", sp.diff(ell, mm).subs(mm, mstar), 0, "each direction is stationary at 0 or m*")
-        d.step("E_dd = λ² − E[ββᵀ]_dd λ m vanishes at m*", lam**2 - lam**2 * c * lam * mstar, 0,
-               "so every head on a learned direction has zero gradient (τv̇ = ⟨E, KᵀQ⟩, τK̇ = vQEᵀ, τQ̇ = vKE)")
-        d.step("ℓ(m*) − ℓ(0) = −λ/c", ell.subs(mm, mstar), -drop_size(lam, T, N),
-               "the drop when a direction is learned")
-        d.step("ℓ(ε) − ℓ(0) = −2λ²ε + λ³cε²", ell.subs(mm, eps), -2 * lam**2 * eps + lam**3 * c * eps**2,
-               "< 0 for 0 < ε < 2/(λc): an unlearned direction is a descent direction")
+        d.step("ℓ'(m*) = 0", sp.Subs(sp.Derivative(ell, mm), mm, mstar), 0,
+               "differentiate ℓ and substitute m = m*: each direction is stationary at 0 or m*")
+        d.step("E_dd = λ² − E[ββᵀ]_dd λ m vanishes at m*",
+               sp.Subs(lam**2 - lam**2 * c * lam * mm, mm, mstar), 0,
+               "substitute m = m* (E[ββᵀ]_dd = λ²c): every head on a learned direction has zero gradient "
+               "(τv̇ = ⟨E, KᵀQ⟩, τK̇ = vQEᵀ, τQ̇ = vKE)")
+        d.step("ℓ(m*) − ℓ(0) = −λ/c", sp.Subs(ell, mm, mstar) - sp.Subs(ell, mm, 0), -drop_size(lam, T, N),
+               "substitute m = m* and m = 0: the drop when a direction is learned")
+        d.step("ℓ(ε) − ℓ(0) = −2λ²ε + λ³cε²", sp.Subs(ell, mm, eps) - sp.Subs(ell, mm, 0),
+               -2 * lam**2 * eps + lam**3 * c * eps**2,
+               "substitute m = ε and m = 0; < 0 for 0 < ε < 2/(λc): an unlearned direction is a descent direction")
         d.fact("2^D fixed points M_S = Σ_{d∈S} e_de_dᵀ/(λ_dc_d), L(M_S) = tr Λ − Σ_{d∈S} λ_d/c_d", True,
                "by the separation above each direction sits at 0 or m*, independently: one fixed point "
                "per subset S, with the loss tr Λ − Σ_{d∈S} λ_d/c_d",
