@@ -289,18 +289,21 @@ def _derive_isotropic() -> tuple[Derivation, dict, dict]:
     d.step("F' = 1/(p²(1−p)³)", sp.diff(F, p), 1 / (p**2 * (1 - p) ** 3),
            "dp/dt = p(1−p)·ż = ηcK p²(1−p)³/(K−1)², so t(θ) = (K−1)²/(ηcK)[F(θ) − F(1/K)]")
     Fd = F.subs(p, 1 - delta)
-    lead = sp.limit(Fd * 2 * delta**2, delta, 0)
-    d.step("leading term of F(1−δ)", lead, 1, "F(1−δ) = 1/(2δ²)(1 + 4δ + …)")
-    nxt = sp.limit((Fd - 1 / (2 * delta**2)) * delta, delta, 0)
-    d.step("next term of F(1−δ)", nxt, 2, "so T(δ) = (K−1)²/(2Kηcδ²)·(1 + 4δ + O(δ² log 1/δ))")
+    form = sp.Limit(Fd * 2 * delta**2, delta, 0)
+    lead = form.doit()
+    d.step("leading term of F(1−δ)", form, 1, "F(1−δ) = 1/(2δ²)(1 + 4δ + …)")
+    form = sp.Limit((Fd - 1 / (2 * delta**2)) * delta, delta, 0)
+    nxt = form.doit()
+    d.step("next term of F(1−δ)", form, 2, "so T(δ) = (K−1)²/(2Kηcδ²)·(1 + 4δ + O(δ² log 1/δ))")
     T_asym = d.define("T_asym", (K - 1) ** 2 / (K * eta * c) * lead / (2 * delta**2),
                       "leading term of the time to p = 1 − δ")
     T2 = T_asym * (1 + nxt * 2 * delta)
     slope = sp.simplify(delta * sp.diff(sp.log(T2), delta))
     d.step("local slope of log T(δ) vs log δ", slope, -2 + 4 * delta / (1 + 4 * delta),
            "from the two leading terms")
-    late = sp.limit(1 / slope, delta, 0)
-    d.step("late exponent of 1 − p(t)", late, -sp.Rational(1, 2),
+    form = sp.Limit(1 / slope, delta, 0)
+    late = form.doit()
+    d.step("late exponent of 1 − p(t)", form, -sp.Rational(1, 2),
            "1 − p = δ with log δ / log T → 1/slope → −½")
     loss_k = sp.Rational(1, 2) * c * ((1 - p) ** 2 + (K - 1) * ((1 - p) / (K - 1)) ** 2)
     d.step("loss of one query", loss_k, c * (1 - p) ** 2 * K / (2 * (K - 1)),
@@ -308,7 +311,7 @@ def _derive_isotropic() -> tuple[Derivation, dict, dict]:
     one_minus_p_sq = sp.solve(sp.Eq(T_asym.subs(delta, sp.Symbol("u", positive=True)), t),
                               sp.Symbol("u", positive=True))[0] ** 2
     loss_t = sp.simplify(loss_k.subs(p, 1 - sp.sqrt(one_minus_p_sq)) * t)
-    d.step("late loss × t", loss_t, (K - 1) / (4 * eta),
+    d.step("late loss × t", sp.Subs(loss_k * t, p, 1 - sp.sqrt(one_minus_p_sq)), (K - 1) / (4 * eta),
            "with (1−p)² = (K−1)²/(2Kηct) from the leading term")
     late_loss = sp.simplify(t * sp.diff(sp.log(loss_t / t), t))
     dzdz = sp.factor(sp.diff(rate, p) * p * (1 - p))  # ∂ż/∂z = (dż/dp)(dp/dz)
@@ -373,7 +376,12 @@ def _derive_table() -> tuple[Derivation, dict, dict]:
     t = d.define("attention_trend", sp.Integer(trend),
                  "the common sign of the table's successive attention differences (+1: "
                  "increasing in L; 0: not monotone)")
-    d.step("the table is monotone in L", sp.sign(sp.Min(*diffs)), sp.sign(sp.Max(*diffs)),
+    gaps = sp.symbols(f"Delta_1:{len(diffs) + 1}", real=True)  # the differences, put in below
+
+    def sign_of(extreme):  # the sign of the smallest (largest) difference, unevaluated
+        return sp.Subs(sp.sign(extreme(*gaps)), gaps, tuple(diffs))
+
+    d.step("the table is monotone in L", sign_of(sp.Min), sign_of(sp.Max),
            "the successive attention differences share one sign: "
            + ", ".join(str(x) for x in diffs))
     spd = d.define("speed_trend", sp.Integer(1), "the summary's text: convergence speeds up "

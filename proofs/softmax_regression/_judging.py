@@ -85,8 +85,8 @@ def certified_slip(key: str, setting: dict | None = None, *, standard: bool = Fa
 def closed_form_tenth():
     """The reviewer's slip: the closed form and its arithmetic step both 13/40·a² (the premise
     chain above them left as it is)."""
-    return source_edit([("closed = d.define(\"closed_form\", a ** 2 * kappa,",
-                         "closed = d.define(\"closed_form\", a ** 2 * kappa / 10,"),
+    return source_edit([("closed_form = _at(a ** 2 * _KAPPA,",
+                         "closed_form = _at(a ** 2 * _KAPPA / 10,"),
                         ("sp.Rational(13, 4) * a ** 2,", "sp.Rational(13, 40) * a ** 2,")])
 
 

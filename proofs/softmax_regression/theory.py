@@ -109,6 +109,22 @@ def _round(x, *, up: bool) -> float:
     return f
 
 
+#: named lemma constants: the steps below show each constant as a formula in the earlier ones
+#: with their values put in (unevaluated ``Subs``), verified after the substitution
+_C1, _C3, _C4, _C5, _C7, _E, _AMIN, _KAPPA = sp.symbols("C_1 C_3 C_4 C_5 C_7 E alpha_min kappa",
+                                                        positive=True)
+#: the norms in the product rule's bound on g = f∘c − f⟨f,c⟩: ‖c‖∞, ‖f‖∞, |⟨f,c⟩|, ‖f‖₂, ‖c‖₂
+_G_NORMS = tuple(sp.Symbol(name, nonnegative=True) for name in (
+    r"\|c\|_\infty", r"\|f\|_\infty", r"|\langle f, c\rangle|", r"\|f\|", r"\|c\|"))
+_G_FACTOR = _G_NORMS[0] + _G_NORMS[1] + _G_NORMS[2] + _G_NORMS[3] * (_G_NORMS[4] + _G_NORMS[3])
+
+
+def _at(formula: sp.Expr, values: dict) -> sp.Subs:
+    """``formula`` with ``values`` put in, unevaluated (a step shows both; ``doit`` carries it
+    out)."""
+    return sp.Subs(formula, tuple(values), tuple(values.values()))
+
+
 def _normalized_chain(d: Derivation, t: dict) -> None:
     beta = a * r
     E = mean_value_factor(beta)
@@ -118,12 +134,14 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
     t["alpha_lower"] = amin = d.define("alpha_min", n / E, "α_j ≥ n e^{-β}")
     t["alpha_upper"] = d.define("alpha_max", n * E, "α_j ≤ n e^{β}")
     t["alpha_lipschitz"] = C3 = d.define("C3", sp.sqrt(n) * C1, "|Δα| ≤ √n‖Δu‖")
-    C4 = C3 / amin ** 2
-    d.step("C4 = C3/α_min²", C4, a * sp.exp(3 * a * r) / n ** sp.Rational(3, 2),
+    form = _at(_C3 / _AMIN ** 2, {_C3: C3, _AMIN: amin})
+    C4 = form.doit()
+    d.step("C4 = C3/α_min²", form, a * sp.exp(3 * a * r) / n ** sp.Rational(3, 2),
            "Δ(1/α) = −Δα/(α(x)α(y))")
     t["inv_alpha_lipschitz"] = C4
-    C5 = C1 / amin + C4 * sp.sqrt(n) * E
-    d.step("C5 = C1/α_min + C4·‖u‖₂ (‖u‖₂ ≤ √n E)", C5,
+    form = _at(_C1 / _AMIN + _C4 * sp.sqrt(n) * _E, {_C1: C1, _AMIN: amin, _C4: C4, _E: E})
+    C5 = form.doit()
+    d.step("C5 = C1/α_min + C4·‖u‖₂ (‖u‖₂ ≤ √n E)", form,
            a * (sp.exp(2 * a * r) + sp.exp(4 * a * r)) / n, "Δf = Δu/α(x) + Δ(1/α)·u(y)")
     t["normalized_shift_factor_chain"] = C5
     tt = sp.Symbol("t", nonnegative=True)  # E² = 1 + t
@@ -137,20 +155,27 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
                                       "below for every n)")
     t["softmax_jacobian_norm"] = s
     t["residual_bound"] = c
-    C7 = d.define("C7", c + 1 + c + 1 * (c + 1),
+    form = _at(_G_FACTOR, dict(zip(_G_NORMS, (c, 1, c, 1, c))))
+    C7 = d.define("C7", form.doit(),
                   "‖c‖∞ + ‖f‖∞ + |⟨f,c⟩| + ‖f‖(‖c‖ + ‖f‖) with ‖c‖ ≤ 2, ‖f‖ ≤ 1")
-    d.step("C7 = 8", C7, sp.Integer(8), "product rule on g = f∘c − f⟨f,c⟩")
+    d.step("C7 = 8", form, sp.Integer(8),
+           "product rule on g = f∘c − f⟨f,c⟩: its bound at ‖c‖∞, |⟨f,c⟩|, ‖c‖ ≤ 2 (the residual "
+           "bound) and ‖f‖∞, ‖f‖ ≤ 1")
     t["g_factor"] = C7
-    chain = d.define("lemma_chain", a * C7 * C5b, "‖Aᵀ‖ · C7 · C5")
-    d.step("lemma chain = 16a²E⁴/n", chain, 16 * a ** 2 * sp.exp(4 * a * r) / n, "∇L = Aᵀ g_stack")
+    form = _at(a * _C7 * _C5, {_C7: C7, _C5: C5b})
+    chain = d.define("lemma_chain", form.doit(), "‖Aᵀ‖ · C7 · C5")
+    d.step("lemma chain = 16a²E⁴/n", form, 16 * a ** 2 * sp.exp(4 * a * r) / n,
+           "∇L = Aᵀ g_stack: ‖Aᵀ‖ · C7 · C5 with C5 ≤ 2aE⁴/n")
     t["lemma_chain"] = chain
-    C5p = sp.sqrt(n) * C1 * E + (sp.sqrt(n) * sp.sqrt(n) * C1 * E ** 2) * sp.sqrt(n) * E
+    C5p = _at(sp.sqrt(n) * _C1 * _E + (sp.sqrt(n) * sp.sqrt(n) * _C1 * _E ** 2) * sp.sqrt(n) * _E,
+              {_C1: C1, _E: E})
     d.step("reconstructed paper-style C5 (√n in C1, α ≥ e^{-β})", C5p,
            sp.sqrt(n) * a * sp.exp(2 * a * r) + n ** sp.Rational(3, 2) * a * sp.exp(4 * a * r),
            "weaker per-step bounds, in the paper's lemma style (our reconstruction)")
-    paper = d.define("paper_form", a * C7 * 2 * n ** sp.Rational(3, 2) * a * E ** 4,
+    form = _at(a * _C7 * 2 * n ** sp.Rational(3, 2) * a * _E ** 4, {_C7: C7, _E: E})
+    paper = d.define("paper_form", form.doit(),
                      "‖Aᵀ‖ · C7 · 2n^{3/2}aE⁴ = exp(O(R² + log n)) (our reconstruction)")
-    d.step("paper form (reconstruction)", paper,
+    d.step("paper form (reconstruction)", form,
            16 * n ** sp.Rational(3, 2) * a ** 2 * sp.exp(4 * a * r), "arithmetic")
     t["paper_form"] = paper
     H, Hs, _ = sym.normalized_logit_hessian_terms(3)
@@ -163,11 +188,12 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
            "vᵀSv = Var_f(v) ≤ (max v − min v)²/4 ≤ ½ for unit v")
     _primitive_bounds(d, s, c)
     kappa = _hessian_norm_bound(d, s, c)
-    closed = d.define("closed_form", a ** 2 * kappa,
+    closed_form = _at(a ** 2 * _KAPPA, {_KAPPA: kappa})
+    closed = d.define("closed_form", closed_form.doit(),
                       "‖∇²L‖₂ ≤ ‖A‖² max_j ‖∇²_z ℓ_j‖₂ ≤ a²κ (vᵀ∇²Lv = Σ_j (A_jv)ᵀ∇²ℓ_j(A_jv) and "
                       "Σ_j‖A_jv‖² = ‖Av‖² ≤ a²‖v‖²; κ proved above for any logits), so by the "
                       "mean value theorem a Lipschitz constant of ∇L for every x, y")
-    d.step("closed-form bound = 13/4 a²", closed, sp.Rational(13, 4) * a ** 2,
+    d.step("closed-form bound = 13/4 a²", closed_form, sp.Rational(13, 4) * a ** 2,
            "valid for every x, y (mean value theorem on the Hessian bound; no ball needed)")
     t["closed_form"] = closed
     gd = d.define("gd_shift_factor", a ** 2 * s ** 2,
@@ -184,9 +210,11 @@ def _normalized_chain(d: Derivation, t: dict) -> None:
 def _primitive_bounds(d: Derivation, s: sp.Expr, c: sp.Expr) -> None:
     """The premises of the closed forms, for every n: ‖S‖₂ ≤ s (Gershgorin) and ‖c‖₂ ≤ c."""
     f = sp.Symbol("f_i", nonnegative=True)  # one entry of softmax(z); the others sum to 1 − f_i
-    row = f * (1 - f) + f * (1 - f)
-    d.step("Gershgorin row i of S = diag f − ffᵀ: |f_i − f_i²| + Σ_{j≠i} f_i f_j", row,
-           2 * f * (1 - f), "Σ_{j≠i} f_j = 1 − f_i and every term is ≥ 0 (0 ≤ f_i ≤ 1)")
+    others = sp.Symbol(r"\sum_{j \neq i} f_j", nonnegative=True)
+    d.step("Gershgorin row i of S = diag f − ffᵀ: |f_i − f_i²| + Σ_{j≠i} f_i f_j",
+           _at((f - f ** 2) + f * others, {others: 1 - f}), 2 * f * (1 - f),
+           "Σ_{j≠i} f_j = 1 − f_i and every term is ≥ 0 (0 ≤ f_i ≤ 1, so |f_i − f_i²| = "
+           "f_i − f_i²)")
     half = sp.Rational(1, 2)
     d.step("s − 2f_i(1 − f_i) = (s − ½) + (2f_i − 1)²/2", s - 2 * f * (1 - f),
            (s - half) + (2 * f - 1) ** 2 / 2, "expand")
@@ -212,10 +240,15 @@ def hessian_norm_constant(s: sp.Expr, c: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
         for name in names:
             term = term * norms[name]
         bound = bound + term
-    return bound, bound.subs({NS: s, Nci: c, Nfc: c, Nf: 1, Nc: c})
+    return bound, bound.subs(dict(zip(_NORMS, _norm_values(s, c))))
 
 
 _NORMS = sp.symbols("N_S N_c∞ N_fc N_f N_c", nonnegative=True)
+
+
+def _norm_values(s: sp.Expr, c: sp.Expr) -> tuple:
+    """The proved bounds on the norms ``_NORMS``: ‖S‖₂ ≤ s, ‖c‖∞, |⟨f,c⟩| ≤ c, ‖f‖₂ ≤ 1, ‖c‖₂ ≤ c."""
+    return (s, c, c, sp.Integer(1), c)
 
 
 def _hessian_norm_bound(d: Derivation, s: sp.Expr, c: sp.Expr) -> sp.Expr:
@@ -228,8 +261,9 @@ def _hessian_norm_bound(d: Derivation, s: sp.Expr, c: sp.Expr) -> sp.Expr:
            "N_fc = ‖⟨f,c⟩I‖₂ = |⟨f,c⟩|, ‖fcᵀ‖₂ = ‖f‖₂‖c‖₂ = N_fN_c; its coefficients are ≥ 0, "
            "so it grows with each norm and the proved bounds may be put in",
            "exact: the signs of the coefficients")
-    d.step("κ = that bound at ‖S‖₂ ≤ s, ‖c‖∞, |⟨f,c⟩|, ‖c‖₂ ≤ c, ‖f‖₂ ≤ 1", kappa,
-           sp.Rational(13, 4), "¼ + ½·2 + 2·½ + 1·2·½")
+    d.step("κ = that bound at ‖S‖₂ ≤ s, ‖c‖∞, |⟨f,c⟩|, ‖c‖₂ ≤ c, ‖f‖₂ ≤ 1",
+           _at(bound, dict(zip(_NORMS, _norm_values(s, c)))), sp.Rational(13, 4),
+           "¼ + ½·2 + 2·½ + 1·2·½")
     return kappa
 
 
@@ -258,16 +292,18 @@ def _rescaled_chain(d: Derivation, t: dict) -> None:
 
 def _shift_identities(d: Derivation) -> None:
     m = 3
-    f0 = sp.Matrix(m, m, lambda j, k: sp.Symbol(f"f0_{j}_{k}", positive=True))
-    f1 = sp.Matrix(m, m, lambda j, k: sp.Symbol(f"f1_{j}_{k}", positive=True))
     B = sym.instance(m, 1).B
-    d.step("normalized: residuals coincide", f1 - B, f0 - (B - (f1 - f0)), "definition of B̃")
+    # entry (j, k) of each residual; α_j (the rescaled loss's row sums) only scales row j
+    ft, ft1, b, bt = sp.symbols(r"f_t f_{t+1} b \tilde{b}", real=True)
+    d.step("normalized: residuals coincide", _at(ft - bt, {bt: b - (ft1 - ft)}), ft1 - b,
+           "definition of B̃ = B − (F(X_{t+1}) − F(X_t)), entry by entry: F(X_t) − B̃ = "
+           "F(X_{t+1}) − B")
+    ut, ut1, at, at1 = sp.symbols(r"u_t u_{t+1} \alpha_t \alpha_{t+1}", positive=True)
+    d.step("rescaled: residuals coincide", _at(ut - at * bt, {bt: (ut - ut1 + at1 * b) / at}),
+           ut1 - at1 * b, "definition of B̃_r = D_t⁻¹(U_t − U_{t+1} + D_{t+1}B) (D the diagonal "
+           "of row sums α), entry by entry: U_t − D_tB̃_r = U_{t+1} − D_{t+1}B")
     u0 = sp.Matrix(m, m, lambda j, k: sp.Symbol(f"u0_{j}_{k}", positive=True))
     u1 = sp.Matrix(m, m, lambda j, k: sp.Symbol(f"u1_{j}_{k}", positive=True))
-    D0 = sp.diag(*[sum(u0[j, :]) for j in range(m)])
-    D1 = sp.diag(*[sum(u1[j, :]) for j in range(m)])
-    Btr = D0.inv() * (u0 - u1 + D1 * B)
-    d.step("rescaled: residuals coincide", u1 - D1 * B, u0 - D0 * Btr, "definition of B̃_r")
     F0 = sp.Matrix(m, m, lambda j, k: u0[j, k] / sum(u0[j, :]))
     F1 = sp.Matrix(m, m, lambda j, k: u1[j, k] / sum(u1[j, :]))
     d.step("row sums of B̃ equal those of B (rows of F sum to 1)",
@@ -351,9 +387,10 @@ def _tensor_trick_derivation(n_value: int, d_value: int, pairing: bool) -> Deriv
            "(A1⊗A2)_{(j,k),(p,q)} = A1[j,p]A2[k,q]")
     d.step("TT2 column-major vec", sym.vec_col(M), sym.kron(si.A2, si.A1) * sym.vec_col(si.X),
            "the classical identity vec(PXQ) = (Qᵀ⊗P)vec(X)")
-    for j in range(nd):
-        d.step(f"TT3 block {j}", sym.kron(si.A1, si.A2)[j * nd:(j + 1) * nd, :],
-               sym.block(si.A1, si.A2, j), "rows jn..(j+1)n−1 of A1⊗A2")
+    for j in range(nd):  # the rows of SymPy's Kronecker product against the block formula
+        whole = sp.KroneckerProduct(sp.ImmutableMatrix(si.A1), sp.ImmutableMatrix(si.A2))
+        d.step(f"TT3 block {j}", whole[j * nd:(j + 1) * nd, :], sym.block(si.A1, si.A2, j),
+               "rows jn..(j+1)n−1 of A1⊗A2 are A1[j,:]⊗A2")
     ne, de = min(n_value, 4), min(d_value, 3)
     se = sym.instance(ne, de)
     Me = se.A1 * se.X * se.A2.T
@@ -417,7 +454,7 @@ def _gradient_derivation(n_value: int, d_value: int) -> Derivation:
     d.say("Chain rule through the blocks: z_j = A_j x with A_j = A1[j,:]⊗A2, so "
           "∇_x L = Σ_j A_jᵀ ∇_z ℓ(z_j); the softmax rule ∂f/∂z = diag f − f fᵀ gives "
           "∇_z ℓ = (diag f − f fᵀ)(f − b); the sum collapses to vec_row(A1ᵀ P A2).")
-    jac, rule = sym.softmax_jacobian_residual(3)
+    jac, rule = sym.softmax_jacobian_unevaluated(3)
     d.step("softmax Jacobian (n=3)", jac, rule, "differentiate exp(z_k)/Σexp(z_l)")
     for loss in ("normalized", "rescaled"):
         got, g = sym.logit_gradient_residual(3, loss)

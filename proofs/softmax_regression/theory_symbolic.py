@@ -39,6 +39,7 @@ __all__ = [
     "structured_collapse_residual",
     "softmax",
     "softmax_jacobian_residual",
+    "softmax_jacobian_unevaluated",
     "logit_gradient_residual",
     "normalized_logit_hessian_residual",
     "NORMALIZED_HESSIAN_TERMS",
@@ -142,6 +143,14 @@ def softmax_jacobian_residual(n: int) -> tuple[sp.Matrix, sp.Matrix]:
     z = _z(n)
     f = softmax(z)
     return f.jacobian(z), sp.diag(*f) - f * f.T
+
+
+def softmax_jacobian_unevaluated(n: int) -> tuple[sp.Matrix, sp.Matrix]:
+    """(the Jacobian of softmax as unevaluated derivatives ∂f_i/∂z_j, $\\operatorname{diag}f-ff^\\top$)."""
+    z = _z(n)
+    f = softmax(z)
+    return (sp.ImmutableMatrix(n, n, lambda i, j: sp.Derivative(f[i], z[j])),
+            sp.diag(*f) - f * f.T)
 
 
 def logit_gradient_residual(n: int, loss: str) -> tuple[sp.Matrix, sp.Matrix]:

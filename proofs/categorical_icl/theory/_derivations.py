@@ -25,6 +25,12 @@ def _matrix(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
 
 
+def _at_zero(M: sp.Matrix, f: sp.Matrix) -> sp.ImmutableMatrix:
+    """``M`` at ``f = 0``, entry by entry as unevaluated substitutions (``doit`` carries them out)."""
+    zero = (sp.Integer(0),) * len(f)
+    return sp.ImmutableMatrix(M.rows, M.cols, lambda i, j: sp.Subs(M[i, j], tuple(f), zero))
+
+
 def softmax_expected(W: sp.Matrix, f: sp.Matrix) -> sp.Matrix:
     logits = W.T * f
     e = [sp.exp(z) for z in logits]
@@ -60,7 +66,7 @@ def functional_gd_derivation(C: int = 2, dp: int = 2, dpsi: int = 1, N: int = 2)
     # 1. per-example gradient in f
     fsym = _matrix("f", dp, 1)
     ell = sp.log(sum(sp.exp(z) for z in (W.T * fsym))) - (W[:, 0].T * fsym)[0]
-    grad_f = sp.Matrix([sp.diff(ell, fsym[r]) for r in range(dp)])
+    grad_f = sp.ImmutableMatrix([sp.Derivative(ell, fsym[r]) for r in range(dp)])
     d.step("gradient in f", grad_f, softmax_expected(W, fsym) - W[:, 0],
            "derivative of the log-partition is the softmax-weighted mean embedding")
     # 2. gradient in A and b
@@ -69,7 +75,7 @@ def functional_gd_derivation(C: int = 2, dp: int = 2, dpsi: int = 1, N: int = 2)
                     sp.zeros(dp, dpsi)) / N
     d.step("gradient in A", grad_A, closed_A,
            r"$\partial\mathcal L/\partial A=-\frac1N\sum_i(w_{e,y_i}-\mathbb E_i)\psi_i^\top$")
-    grad_b = sp.Matrix([sp.diff(loss, b[r]) for r in range(dp)])
+    grad_b = sp.ImmutableMatrix([sp.Derivative(loss, b[r]) for r in range(dp)])
     closed_b = -sum(((W[:, y] - E) for y, E in zip(labels, Es)), sp.zeros(dp, 1)) / N
     d.step("gradient in b", grad_b, closed_b, r"$\partial\mathcal L/\partial b=-\frac1N\sum_i(w_{e,y_i}-\mathbb E_i)$")
     # 3. one step = kernel update (scalar step, with bias)
@@ -92,7 +98,7 @@ def functional_gd_derivation(C: int = 2, dp: int = 2, dpsi: int = 1, N: int = 2)
            update_G.subs({bb: 0 for bb in b}),
            r"$A\leftarrow A-\Gamma\nabla_A\mathcal L$ gives $\Gamma$ in front of the residual")
     # 5. at f = 0 the expected embedding is the mean embedding
-    E0 = softmax_expected(W, sp.zeros(dp, 1))
+    E0 = _at_zero(softmax_expected(W, fsym), fsym)
     d.step("first step uses the mean embedding", E0, sum((W[:, c] for c in range(C)), sp.zeros(dp, 1)) / C,
            r"$\mathbb E(w_e)|_{f_0=0}=\bar w_e$ (all logits 0)")
     return d
@@ -119,13 +125,17 @@ def cross_attention_derivation(C: int) -> Derivation:
     Z = sum(sp.exp(s) for s in scores)
     out = sum((Vc * W[:, c] * sp.exp(s) for c, s in enumerate(scores)), sp.zeros(D, 1)) / Z
     lse = sp.log(sum(sp.exp(z) for z in (W.T * f)))
-    grad_lse = sp.Matrix([sp.diff(lse, f[r]) for r in range(dp)])
+    grad_lse = sp.ImmutableMatrix([sp.Derivative(lse, f[r]) for r in range(dp)])
     d.step("v slot = ∇_f log-partition", out[dx + dp:dx + 2 * dp, :], grad_lse,
            r"$\sum_c\operatorname{softmax}_c(w_{e,c}^\top f)w_{e,c}=\nabla_f\log\sum_ce^{w_{e,c}^\top f}$")
-    other = sp.Matrix.vstack(out[:dx + dp, :], out[dx + 2 * dp:, :])
-    d.step("nothing else is written", other, sp.zeros(dx + 2 * dp, 1),
-           "the value map only has rows in the v slot")
-    at0 = out[dx + dp:dx + 2 * dp, :].subs({ff: 0 for ff in f})
+    # the output is V_c times the softmax-weighted mean of the columns w_{e,c}
+    mean = sum((W[:, c] * sp.exp(s) for c, s in enumerate(scores)), sp.zeros(dp, 1)) / Z
+    rows_elsewhere = sp.ImmutableMatrix.vstack(Vc[:dx + dp, :], Vc[dx + 2 * dp:, :])
+    d.step("nothing else is written",
+           sp.UnevaluatedExpr(sp.MatMul(rows_elsewhere, sp.ImmutableMatrix(mean))),
+           sp.zeros(dx + 2 * dp, 1), "the value map only has rows in the v slot: its other rows "
+           "times Σ_c softmax_c(w_{e,c}ᵀf) w_{e,c} vanish")
+    at0 = _at_zero(out[dx + dp:dx + 2 * dp, :], f)
     d.step("equals the mean embedding at f = 0", at0,
            sum((W[:, c] for c in range(C)), sp.zeros(dp, 1)) / C, "all scores are 0 at f = 0")
     return d

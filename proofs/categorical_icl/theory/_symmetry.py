@@ -87,19 +87,64 @@ def equivariance_residuals(d: int = 2, dp: int = 1) -> dict:
             "cross value": sp.expand(cross_v), "GD structure fixed": sp.expand(gd)}
 
 
-def equivariance_derivation() -> Derivation:
-    d = Derivation("equivariance of the attention model under x → Ux")
-    d.say(r"Tokens $h=[x;u;v;f]$, $R=\operatorname{diag}(U,I_{3d'})$, $U$ orthogonal (here an exact "
-          r"rational one from the Cayley transform, $d=2$, $d'=1$). With $Q\to UQR^\top$, "
-          r"$K\to UKR^\top$, $V\to RVR^\top$, $Q_c\to Q_cR^\top$, $V_c\to RV_c$ every score "
-          r"(dot product or distance of query and key) is unchanged and every value rotates by $R$, "
-          r"so block by block $H\to RH$, and the query's $f$ slot (untouched by $R$), hence the loss, "
-          r"is unchanged. The GD structure ($Q=bS_x$, $K=cS_x$, no value reading or writing $x$) "
-          r"is a fixed point of the map: there the loss itself is invariant under $x\to Ux$.")
-    for name, r in equivariance_residuals().items():
-        zero = sp.zeros(*r.shape) if isinstance(r, sp.MatrixBase) else sp.Integer(0)
-        d.step(name, r, zero, "exact rational arithmetic; the residual of the map is 0")
-    return d
+def equivariance_derivation(d: int = 2, dp: int = 1) -> Derivation:
+    """The map verified step by step: each side is the quantity after the map (the mapped
+    parameters and rotated tokens multiplied out, unevaluated) against the quantity before it
+    (explicit matrices of symbols; the products are carried out when verified)."""
+    der = Derivation("equivariance of the attention model under x → Ux")
+    der.say(r"Tokens $h=[x;u;v;f]$, $R=\operatorname{diag}(U,I_{3d'})$, $U$ orthogonal (here an exact "
+            r"rational one from the Cayley transform, $d=2$, $d'=1$). With $Q\to UQR^\top$, "
+            r"$K\to UKR^\top$, $V\to RVR^\top$, $Q_c\to Q_cR^\top$, $V_c\to RV_c$ every score "
+            r"(dot product or distance of query and key) is unchanged and every value rotates by $R$, "
+            r"so block by block $H\to RH$, and the query's $f$ slot (untouched by $R$), hence the loss, "
+            r"is unchanged. The GD structure ($Q=bS_x$, $K=cS_x$, no value reading or writing $x$) "
+            r"is a fixed point of the map: there the loss itself is invariant under $x\to Ux$. "
+            r"Each step shows the mapped side as a product of the matrices below (not multiplied "
+            r"out) and the original side; tokens $h$, $g$ are any two hidden states.")
+    D = d + 3 * dp
+    U = sp.ImmutableMatrix(cayley(d))
+    O, R = (sp.ImmutableMatrix(m) for m in parameter_map(U, D, d))
+    der.define("U", U, "the rotation of the covariates (Cayley transform of a rational skew matrix)")
+    der.define("O", O, "the map's factor on query/key space")
+    der.define("R", R, "diag(U, I): the rotation of the tokens")
+    Q, K, V = (sp.ImmutableMatrix(m) for m in (_sym("q", d, D), _sym("k", d, D), _sym("v", D, D)))
+    Qc, Vc = sp.ImmutableMatrix(_sym("qc", dp, D)), sp.ImmutableMatrix(_sym("vc", D, dp))
+    h, g = sp.ImmutableMatrix(_sym("h", D, 1)), sp.ImmutableMatrix(_sym("g", D, 1))
+
+    def mul(*factors):  # a product shown, not carried out (``doit`` multiplies)
+        return sp.UnevaluatedExpr(sp.MatMul(*factors))
+
+    def dot(p, q):
+        return sp.MatMul(sp.Transpose(p), q)
+
+    Qh, Kg = sp.MatMul(O, Q, R.T, R, h), sp.MatMul(O, K, R.T, R, g)  # (OQRᵀ)(Rh), (OKRᵀ)(Rg)
+    why = "exact rational arithmetic: the mapped side multiplied out equals the original"
+    der.step("score (dot)", mul(dot(Qh, Kg)), mul(dot(sp.MatMul(Q, h), sp.MatMul(K, g))), why)
+    minus = sp.S.NegativeOne  # a MatMul's ``-`` would multiply it out
+    diff = sp.MatAdd(Qh, sp.MatMul(minus, *Kg.args))
+    diff0 = sp.MatAdd(sp.MatMul(Q, h), sp.MatMul(minus, K, g))
+    der.step("score (distance)", mul(dot(diff, diff)), mul(dot(diff0, diff0)), why)
+    der.step("value", mul(R, V, R.T, R, h), mul(R, V, h), why + " (the value rotates by R)")
+    xs = sp.ImmutableMatrix(_sym("x", d, 1))
+    rest = h[d:, :]
+    der.step("token", sp.ImmutableMatrix.vstack(U * xs, rest),
+             mul(R, sp.ImmutableMatrix.vstack(xs, rest)),
+             "the token of the rotated prompt, [Ux; u; v; f], is R times the token [x; u; v; f]")
+    der.step("cross query", mul(Qc, R.T, R, h), mul(Qc, h), why)
+    der.define("cross value", sp.MatMul(R, Vc),
+               "V_c → R V_c: the value written by the cross-attention is (R V_c) w = R (V_c w), "
+               "rotated by R by this definition (nothing to verify)")
+    b, c = sp.symbols("b c", real=True)
+    Sx = sp.zeros(d, D)
+    Sx[:, :d] = sp.eye(d)
+    Vs = _sym("s", D, D)
+    Vs[:, :d] = sp.zeros(D, d)  # no x → anything value
+    Vs[:d, :] = sp.zeros(d, D)  # nothing written into x
+    Sx, Vs = sp.ImmutableMatrix(Sx), sp.ImmutableMatrix(Vs)
+    der.step("GD structure fixed", (mul(O, b * Sx, R.T), mul(O, c * Sx, R.T), mul(R, Vs, R.T)),
+             (b * Sx, c * Sx, Vs), "the map sends Q = bS_x, K = cS_x and a value that neither reads "
+             "nor writes x to themselves")
+    return der
 
 
 # ----------------------------------------------------------------------------- gradient structure
