@@ -162,7 +162,7 @@ class ScalarOde:
         transit = (lam * c) ** sp.Rational(1, 3) / lam**2 * (Gu.subs(u, u1) - Gu.subs(u, u0))
         d.define("transit(u₀ → u₁)", transit, "time for u to go from u₀ to u₁")
         offset = sp.limit(Gu + 1 / u, u, 0, "+")
-        d.step("lim_{u→0} G(u) + 1/u = −π/(6√3)", sp.Limit(sp.Add(Gu, 1 / u, evaluate=False), u, 0, "+"),
+        d.step("lim_{u→0} G(u) + 1/u = −π/(6√3)", sp.Limit(sp.UnevaluatedExpr(Gu) + 1 / u, u, 0, "+"),
                -sp.pi / (6 * sp.sqrt(3)),
                "G's only singular term at 0 is −1/u (the others are continuous there): so the escape time is "
                "τ/(λ²v₀) + τ b^(1/3)[G(½) + π/(6√3)]/λ² + o(1) as v₀ → 0")
