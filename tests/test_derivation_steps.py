@@ -23,3 +23,23 @@ def test_every_step_verified_and_none_printed_the_same_on_both_sides(claim_id):
     assert d.ok, [(s.name, s.status, s.detail) for s in d.steps if s.status != "verified"]
     same = [s.name for s in d.steps if s.same_on_both_sides]
     assert not same, f"steps recorded already simplified on both sides: {same}"
+
+
+@pytest.mark.parametrize("claim_id", DERIVED)
+def test_derivation_survives_the_disk_cache(claim_id):
+    """What the disk cache stores (a pickle) reads back to the same expressions, assumptions
+    included: a report made from a cached derivation is byte-identical to a fresh one."""
+    import pickle
+
+    import sympy as sp
+
+    from icltheory.core import get_claim
+
+    c = get_claim(claim_id)
+    d = c.derive(c.setting({"profile": "quick"}))
+    if d is None:
+        pytest.skip(f"{claim_id} records no derivation at its defaults")
+    back = pickle.loads(pickle.dumps(d))
+    for s, t in zip(d.steps, back.steps):
+        if not s.is_fact:
+            assert (sp.srepr(s.lhs), sp.srepr(s.rhs)) == (sp.srepr(t.lhs), sp.srepr(t.rhs)), s.name

@@ -40,7 +40,10 @@ class LazyRegime:
     def __init__(self) -> None:
         d = Derivation("ATTN_S from a large balanced init: no plateau above v_c, exponential decay at ρ")
         lam, c, b = sp.symbols("lambda c b", positive=True)
-        u, v, dl = sp.symbols("u v delta", positive=True)
+        u, dl = sp.symbols("u delta", positive=True)
+        # the scalar ODE's weight, as the dynamics section declares it: one symbol "v" per set of
+        # assumptions would not survive the disk cache (unpickled, both become the first one)
+        v = sp.Symbol("v", real=True)
         m = sp.Symbol("m", real=True)
         Lm = sp.Symbol("L_0") - 2 * lam**2 * m + lam**3 * c * m**2
         Lstar = Lm.subs(m, 1 / (lam * c))
