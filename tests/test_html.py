@@ -112,7 +112,7 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None,
                                     reason="no chromium on this machine (CI installs it)")
 
 #: what the test reads from each loaded page (the pages themselves have no script)
-PROBE = """(() => {
+PROBE = r"""(() => {
   const maths = Array.from(document.querySelectorAll('math'));
   return {
     title: document.title,
@@ -124,7 +124,18 @@ PROBE = """(() => {
     images_decoded: Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0)
                          .length,
     text: document.body.innerText.length,
+    // prose (code, preformatted blocks and formulas taken out): Markdown that did not render
+    // (a literal ** of a broken emphasis) and JSON dumped into the text
+    stray_emphasis: prose().filter(t => t.includes('**')).length,
+    raw_json: prose().filter(t => /^\s*[{\[]\s*"/.test(t)).length,
   };
+  function prose() {
+    return Array.from(document.querySelectorAll('p, li, td, th, h1, h2, h3, h4')).map(e => {
+      const c = e.cloneNode(true);
+      c.querySelectorAll('code, pre, math').forEach(x => x.remove());
+      return c.textContent;
+    });
+  }
 })()"""
 
 
@@ -155,6 +166,7 @@ def test_page_in_chromium(page, report_dir, browser):
     # nothing but the page itself and its embedded images was loaded
     assert all(u == url or u.startswith("data:") for u in visit.requests), visit.requests
     f = visit.facts
+    assert f["stray_emphasis"] == 0 and f["raw_json"] == 0, f
     if page == "index":
         assert f["title"] == "icltheory reports" and f["text"] > 200
     else:
@@ -169,11 +181,16 @@ def test_page_in_chromium(page, report_dir, browser):
 @needs_chromium
 def test_browser_checks_can_fail(tmp_path, browser):
     """The browser test would notice a page that loads something (blocked by the policy and
-    reported in the console) and a blank screenshot."""
+    reported in the console), a blank screenshot, a broken emphasis and JSON in the prose."""
     bad = tmp_path / "bad.html"
     bad.write_text(html_page("![missing](figures/missing.png)", title="bad"), encoding="utf-8")
     visit = browser.visit(bad.resolve().as_uri(), PROBE)
     assert visit.errors and visit.facts["images_decoded"] == 0
+    broken = tmp_path / "broken.html"
+    broken.write_text("<!DOCTYPE html><title>b</title><p>a **broken emphasis</p>"
+                      "<p>{\"checks\": [1, 2]}</p><pre>**code is fine**</pre>", encoding="utf-8")
+    facts = browser.visit(broken.resolve().as_uri(), PROBE).facts
+    assert (facts["stray_emphasis"], facts["raw_json"]) == (1, 1), facts
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><title>blank</title>", encoding="utf-8")
     assert not _not_blank(browser.visit(blank.resolve().as_uri()).screenshot)[0]
