@@ -744,7 +744,8 @@ def run_check(
 
 
 def _stopped(claim: Claim, setting: Setting, reason: str) -> Verdict:
-    """The verdict of a run the time limit stopped outside the error boundaries."""
+    """The verdict of a run that did not run: stopped by the time limit outside the error
+    boundaries, or refused from its work estimate (``reason`` says which)."""
     return Verdict(claim=claim.id, verdict="inconclusive", setting=setting.as_dict(),
                    predicted={}, measured={}, checks=[], evidence={}, seed=setting.seed,
                    runtime_s=0.0, versions=versions(), profile=setting.profile,

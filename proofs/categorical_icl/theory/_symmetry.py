@@ -55,6 +55,19 @@ def _sym(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}{j}", real=True))
 
 
+
+def _gd_structure(d: int, D: int) -> tuple:
+    """The GD construction's structural pattern: scalars b, c, the selector S_x = [I_d 0] of
+    the token's x part (Q = bS_x, K = cS_x), and a symbolic D×D value that neither reads nor
+    writes x."""
+    b, c = sp.symbols("b c", real=True)
+    Sx = sp.zeros(d, D)
+    Sx[:, :d] = sp.eye(d)
+    Vs = _sym("s", D, D)
+    Vs[:, :d] = sp.zeros(D, d)  # no x → anything value
+    Vs[:d, :] = sp.zeros(d, D)  # nothing written into x
+    return b, c, Sx, Vs
+
 def equivariance_residuals(d: int = 2, dp: int = 1) -> dict:
     """Exact residuals of the map at symbolic parameters and tokens (each must be 0)."""
     D = d + 3 * dp
@@ -75,12 +88,7 @@ def equivariance_residuals(d: int = 2, dp: int = 1) -> dict:
     value = sp.Matrix.vstack(Vt * Rh - R * (V * h), tokens)
     cross_q = Qct * Rh - Qc * h
     cross_v = Vct * w - R * (Vc * w)
-    b, c = sp.symbols("b c", real=True)
-    Sx = sp.zeros(d, D)
-    Sx[:, :d] = sp.eye(d)
-    Vs = _sym("s", D, D)
-    Vs[:, :d] = sp.zeros(D, d)  # no x → anything value
-    Vs[:d, :] = sp.zeros(d, D)  # nothing written into x
+    b, c, Sx, Vs = _gd_structure(d, D)
     gd = sp.Matrix.vstack(O * (b * Sx) * R.T - b * Sx, O * (c * Sx) * R.T - c * Sx, R * Vs * R.T - Vs)
     return {"score (dot)": sp.expand(score), "score (distance)": sp.expand(dist),
             "value": sp.expand(value), "cross query": sp.expand(cross_q),
@@ -134,12 +142,7 @@ def equivariance_derivation(d: int = 2, dp: int = 1) -> Derivation:
     der.define("cross value", sp.MatMul(R, Vc),
                "V_c → R V_c: the value written by the cross-attention is (R V_c) w = R (V_c w), "
                "rotated by R by this definition (nothing to verify)")
-    b, c = sp.symbols("b c", real=True)
-    Sx = sp.zeros(d, D)
-    Sx[:, :d] = sp.eye(d)
-    Vs = _sym("s", D, D)
-    Vs[:, :d] = sp.zeros(D, d)  # no x → anything value
-    Vs[:d, :] = sp.zeros(d, D)  # nothing written into x
+    b, c, Sx, Vs = _gd_structure(d, D)
     Sx, Vs = sp.ImmutableMatrix(Sx), sp.ImmutableMatrix(Vs)
     der.step("GD structure fixed", (mul(O, b * Sx, R.T), mul(O, c * Sx, R.T), mul(R, Vs, R.T)),
              (b * Sx, c * Sx, Vs), "the map sends Q = bS_x, K = cS_x and a value that neither reads "
