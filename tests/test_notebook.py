@@ -1,6 +1,6 @@
 """Notebooks: verdicts and derivations render themselves, a plot becomes a matplotlib Figure, and
 the example notebook (examples/notebook.ipynb) runs top to bottom in a real Jupyter kernel
-(nbclient + ipykernel, from the ``test`` extra; skipped cleanly without them)."""
+(nbclient + ipykernel, from the ``notebook`` extra; skipped cleanly without them)."""
 
 from __future__ import annotations
 

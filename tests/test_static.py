@@ -1,6 +1,6 @@
 """Static checks: ruff over the repository and mypy over ``icltheory/`` are CI steps of their own
 (``.ci/run`` runs them before the test suite; both configured in ``pyproject.toml`` and installed
-by the ``test`` extra) — here a fast test that they are configured and that CI runs them — and
+by the ``lint`` extra, which CI installs) — here a fast test that they are configured and that CI runs them — and
 a docstring on every public name of the public API."""
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ def test_ruff_and_mypy_are_configured_and_run_by_ci():
     tool = config["tool"]
     assert tool["mypy"]["files"] == ["icltheory"]
     assert tool["ruff"]["lint"]["select"]
-    test_extra = " ".join(config["project"]["optional-dependencies"]["test"])
-    assert "ruff" in test_extra and "mypy" in test_extra
+    extras = config["project"]["optional-dependencies"]
+    assert "ruff" in " ".join(extras["lint"]) and "mypy" in " ".join(extras["lint"])
+    assert "lint" in " ".join(extras["dev"])
     steps = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
              if ln.strip() and not ln.strip().startswith("#")]
     assert any(re.search(r"\bruff check\b", ln) and "--fix" not in ln.replace("--no-fix", "")
                for ln in steps), "CI must run `ruff check`"
     assert any(re.search(r"(^|\s)(python -m )?mypy(\s|$)", ln) for ln in steps), "CI must run mypy"
+    assert any(re.search(r"pip install .*\.\[dev\]", ln) for ln in steps), "CI must install the dev extra"
 
 
 #: the public API: every name these modules export has a docstring
