@@ -1,9 +1,11 @@
-r"""``linattn.separate.drop-times`` (beyond the paper; issue 12, item 6): each seed's drop times
+r"""``linattn.separate.drop-times`` (beyond the paper): each seed's drop times
 of ATTN_S predicted from its own initial weights and checked against that seed's training.
 
 Prediction (:mod:`..theory._drop_times`): the per-head ODE in the initial overlaps
 $(v_i, k_i\cdot e_d, q_i\cdot e_d)$ with the diagonal residual $e_d=\lambda_d^2(1-\lambda_dc_dM_{dd})$
-— exact to first order while the weights are small — gives the first drop; the sequential
+— exact to first order while the weights are small — gives the first drop, for GD at the run's
+step η through the ODE's explicit Euler map (GD on the reduction, so GD's lag behind its flow,
+≈ 0.4–1 % at Fig. 3's step, is part of the prediction and the check resolves ≈ 1.5 %); the sequential
 reduction (each drop's winning head leaves the competition for the other directions) gives
 the later ones, for information.
 Measurement (:mod:`..experiments._drop_times`): full-batch GD of the whole model on P sampled
@@ -28,6 +30,12 @@ theory = lazy_module("proofs.linear_attention.theory")
 
 __all__ = ["DropTimes"]
 
+#: the reduction's error in a first drop is of relative order (w_init/v*)², v* = (λc)^(-1/3) the learned
+#: scale of the direction (the neglected off-diagonal residual is second order in the initial overlaps
+#: against it); measured at Fig. 3's spectrum for w_init = 0.03 … 0.3 the error is 0.93–1.22 × this
+#: order, so the claim is judged only where this many × the order is within pop_rel_tol
+_REDUCTION_ORDER_MARGIN = 3.0
+
 #: the sampling spread of a drop time is taken as this many × the relative standard error of
 #: its direction's growth rate (T ∝ 1/rate to leading order; ×2 for the other moments entering)
 _SPREAD_FACTOR = 2.0
@@ -46,19 +54,20 @@ def _embed_code_units_twice(orig):
 class DropTimes(Claim):
     id = "linattn.separate.drop-times"
     title = "Each seed's first drop time of ATTN_S follows from its initial weights (per-head ODE in the overlaps)"
-    source = (f"{ARXIV}, §5 (flow of ATTN_S); the per-seed prediction is derived here (issue 12, beyond the "
-              "paper)")
+    source = f"{ARXIV}, §5 (flow of ATTN_S); the per-seed prediction is derived here (beyond the paper)"
     provenance = "derived here"
     statement = (
         r"\tau\dot v_i=\sum_de_dk_{id}q_{id},\ \tau\dot k_{id}=v_ie_dq_{id},\ \tau\dot q_{id}=v_ie_dk_{id},\ "
         r"e_d=\lambda_d^2(1-\lambda_dc_d\textstyle\sum_iv_ik_{id}q_{id});\ T_1=\min\{t:\max_d M_{dd}(t)\lambda_dc_d"
-        r"=\tfrac12\}\ \text{within 10\% of the trained seed's first drop}"
+        r"=\tfrac12\}\ \text{for GD at step }\eta\text{ on this reduction: within 1.5\% of population GD's first drop, "
+        r"10\% of finite-sample training's}"
     )
     setting_type = DropTimesSetting
     predictions = {
         "first_drop_times": Prediction(
-            "per seed: the time (τ) at which the first direction reaches half its learned value 1/(λc), from the "
-            "per-head ODE in that seed's initial overlaps (shared value weights, diagonal residual)",
+            "per seed: the time (τ) at which the first direction reaches half its learned value 1/(λc), for GD at "
+            "the run's step η on the per-head reduction in that seed's initial overlaps (shared value weights, "
+            "diagonal residual): the ODE's explicit Euler map, so GD's own lag behind the flow is predicted",
             r"T_1=\min\{t:\max_dM_{dd}(t)\lambda_dc_d=\tfrac12\}"),
         "later_drop_times": Prediction(
             "per seed, drops 2..min(D, H) (τ, flattened seed by seed): the sequential reduction — the same ODE "
@@ -83,7 +92,7 @@ class DropTimes(Claim):
         rows = dt_theory.drop_times(s.lambdas, s.N, heads, 4 * horizon)
         n = min(s.D, s.H)
         padded = [list(r) + [math.inf] * (n - len(r)) for r in rows]
-        return {"first_drop_times": [float(r[0]) for r in padded],
+        return {"first_drop_times": dt_theory.first_drop_gd(s.lambdas, s.N, heads, s.lr, 4 * s.steps),
                 "later_drop_times": [float(x) for r in padded for x in r[1:n]]}
 
     def derive(self, s):
@@ -113,22 +122,32 @@ class DropTimes(Claim):
         tol = s.rel_tol
         horizon = m["horizon"]
         ode_err = dt_theory.first_drop_error(s.lambdas, s.N, self._heads(s), 4 * s.steps * s.lr)
-        ode_ok = all(SOLVER_MARGIN * e <= tol for e in ode_err)
+        sharpest = min(tol, s.pop_rel_tol)
+        ode_ok = all(SOLVER_MARGIN * e <= sharpest for e in ode_err)
         ctx.condition(f"the per-head ODE's measured error is {SOLVER_MARGIN:g}× below the claimed accuracy",
-                      True if ode_ok else None, predicted=tol / SOLVER_MARGIN,
+                      True if ode_ok else None, predicted=sharpest / SOLVER_MARGIN,
                       measured=[float(e) if math.isfinite(e) else None for e in ode_err],
                       why=f"each seed's first drop time re-solved at 10× tighter tolerances (DOP853, rtol "
-                          f"{dt_theory.ODE_RTOL / 10:.0e}): |ln(T₁/T₁′)| against the claim's relative tolerance "
-                          f"{tol:g} ÷ {SOLVER_MARGIN:g} (none: one solve drops within 4 × the horizon, the other not)")
+                          f"{dt_theory.ODE_RTOL / 10:.0e}): |ln(T₁/T₁′)| against the claim's sharpest relative "
+                          f"tolerance {sharpest:g} ÷ {SOLVER_MARGIN:g} (none: one solve drops within 4 × the horizon, "
+                          "the other not)")
         if not ode_ok:
             ctx.inconclusive(f"the per-head ODE's numerical error (first drops move by up to {max(ode_err):.3g} relative "
                              f"when re-solved at 10× tighter tolerances) is not {SOLVER_MARGIN:g}× below the claimed "
-                             f"accuracy {tol:g}")
+                             f"accuracy {sharpest:g}")
+            return
+        order = float((s.w_init / np.min(dt_theory.learned_scales(s.lambdas, s.N))) ** 2)
+        ctx.evidence["reduction_error_order"] = order
+        if _REDUCTION_ORDER_MARGIN * order > s.pop_rel_tol:
+            ctx.inconclusive(f"the init is not small enough for the claimed accuracy: the per-head reduction leaves "
+                             f"out terms of relative order (w_init/v*)² = {order:.3g} (v* = (λc)^(-1/3), the learned "
+                             f"scale), and {_REDUCTION_ORDER_MARGIN:g} × that exceeds pop_rel_tol = "
+                             f"{s.pop_rel_tol:g}: lower w_init or claim less (raise pop_rel_tol)")
             return
         first = [float(x) for x in pred["first_drop_times"]]
         fs_t, pop_t = m["fs_times"], m["pop_times"]
         budget = 1e-3 / (2 * s.seeds)
-        fs_first, pop_first, errors = [], [], []
+        fs_first, pop_first, errors, pop_errors = [], [], [], []
         for k in range(s.seeds):
             tf = float(np.nanmin(fs_t[k])) if np.isfinite(fs_t[k]).any() else math.inf
             tp = float(np.nanmin(pop_t[k])) if np.isfinite(pop_t[k]).any() else math.inf
@@ -150,10 +169,13 @@ class DropTimes(Claim):
                                      "steps or horizon_factor)")
                 continue
             errors.append((tf - first[k]) / first[k])
+            pop_errors.append((tp - first[k]) / first[k])
             ctx.close(f"{label}: population GD's first drop (no sampling error)", judges=("first_drop_times",),
-                      predicted=first[k], measured=tp, rtol=tol,
-                      why=f"the claim: the per-head ODE gives the first drop within {tol:.0%}; population GD of the "
-                          f"relevant block at η = {s.lr:.3g} τ/step from the same weights (deterministic)")
+                      predicted=first[k], measured=tp, rtol=s.pop_rel_tol,
+                      why=f"the claim: GD on the per-head reduction gives population GD's first drop within "
+                          f"{s.pop_rel_tol:.2g} (what the reduction leaves out: the off-diagonal residual); "
+                          f"population GD of the relevant block at η = {s.lr:.3g} τ/step from the same weights "
+                          "(deterministic)")
             d = int(np.nanargmin(fs_t[k]))
             share = float(m["fs_route_share"][k])
             if share > 0.5:
@@ -166,7 +188,12 @@ class DropTimes(Claim):
             sig = _SPREAD_FACTOR * float(m["spread"][d]) * tp
             margin = tol * first[k] - abs(tp - first[k])
             if margin <= 0:
-                continue  # the population check above has already failed
+                if abs(tp - first[k]) > s.pop_rel_tol * first[k]:
+                    continue  # the population check above has already failed
+                ctx.inconclusive(f"{label}: the population run is {abs(tp - first[k]) / first[k]:.2g} from the "
+                                 f"prediction, which leaves no room within rel_tol = {tol:g} for the finite-sample "
+                                 "run's sampling spread (rel_tol below pop_rel_tol?)")
+                continue
             ff = 2.0 * NormalDist().cdf(-margin / sig) if sig > 0 else 0.0
             if ff > budget:
                 ctx.inconclusive(f"{label}: P = {s.P} sequences leave a sampling spread {sig:.3g} τ of the first drop "
@@ -180,9 +207,16 @@ class DropTimes(Claim):
                           f"{float(m['spread'][d]):.3g} of direction {d}'s growth rate E[y_q β_d x_q,d] in the data, "
                           f"× the drop time); the {margin:.3g} τ left by the population run's error is "
                           f"{margin / sig:.3g} of it: false-fail {ff:.2g}")
+        flow = dt_theory.drop_times(s.lambdas, s.N, self._heads(s), 4 * s.steps * s.lr, n_drops=1)
+        ctx.evidence["first_drop_times_flow"] = [float(r[0]) if r else None for r in flow]
+        ctx.note("GD's lag behind its flow, predicted: the per-head ODE's own first drops (the flow, "
+                 "`first_drop_times_flow`) come before GD's at step η by "
+                 + ", ".join(f"{100 * (a / r[0] - 1):.2g} %" for a, r in zip(first, flow) if r and math.isfinite(a))
+                 + " (seed by seed); the prediction is GD's.")
         ctx.measure("first_drop_times_finite_sample", fs_first)
         ctx.measure("first_drop_times_population", pop_first)
         ctx.measure("first_drop_relative_errors", [round(e, 5) for e in errors])
+        ctx.measure("first_drop_population_relative_errors", [round(e, 6) for e in pop_errors])
         n = min(s.D, s.H)
         later = [float(x) for x in pred["later_drop_times"]]
         rows = []

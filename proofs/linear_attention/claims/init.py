@@ -1,4 +1,4 @@
-r"""``linattn.init-scale`` with the large-initialisation regime (issue 12, item 4).
+r"""``linattn.init-scale`` with the large-initialisation regime.
 
 The small-init laws (ATTN_M's ln(1/w), ATTN_S's 1/w) are :class:`.scalar.InitScale`'s; this
 subclass adds the regime above a derived init scale: with one balanced aligned head per

@@ -33,7 +33,8 @@ from icltheory.symbolic import lowered
 from . import _population as popm
 from ._paper import paper
 
-__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_error", "ODE_RTOL"]
+__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd", "first_drop_error",
+           "learned_scales", "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
 ODE_RTOL = 1e-10
@@ -123,6 +124,13 @@ def _c(lambdas, N):
     return lam, np.asarray(popm.c_coefficient(lam, float(lam.sum()), float(N)), float)
 
 
+def learned_scales(lambdas, N: int) -> np.ndarray:
+    r"""$v_\star=(\lambda_dc_d)^{-1/3}$ per direction: the balanced head's scale once it has learned
+    direction $d$ ($v\,k_d\,q_d=1/(\lambda_dc_d)$)."""
+    lam, c = _c(lambdas, N)
+    return (lam * c) ** (-1.0 / 3.0)
+
+
 def drop_times(lambdas, N: int, heads: dict, horizon: float, n_drops: int | None = None,
                rtol: float | None = None) -> list[list[float]]:
     """Per seed row: the sequential reduction's drop times (τ, increasing; at most min(H, D)
@@ -174,6 +182,42 @@ def drop_times(lambdas, N: int, heads: dict, horizon: float, n_drops: int | None
             times.append(t1)
         out.append(times)
     return out
+
+
+def first_drop_gd(lambdas, N: int, heads: dict, lr: float, max_steps: int) -> list[float]:
+    r"""Per seed: the first drop of **GD at step** ``lr`` (τ per step) on the same diagonal reduction —
+    its explicit Euler map $y_{n+1}=y_n+\eta f(y_n)$, which is what gradient descent on the reduced
+    model does — as a time $t=n\eta$, linearly interpolated between the two steps around the
+    crossing $\max_dM_{dd}\lambda_dc_d=\tfrac12$ (inf: none within ``max_steps``).  Against the
+    flow's time (:func:`drop_times`) this carries GD's own lag behind its flow, which grows with
+    the step; what is left against a trained model is the reduction's error."""
+    lam, c = _c(lambdas, N)
+    ode = drop_time_ode()
+    mstar = 1.0 / (lam * c)
+    v, k, q = (np.array(heads[x], dtype=float) for x in ("v", "K", "Q"))  # (S, H), (S, H, D) × 2
+    S = v.shape[0]
+    out = np.full(S, np.inf)
+    live = np.ones(S, bool)
+    prev = np.full(S, -np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for n in range(int(max_steps) + 1):
+            f = np.max(np.einsum("sh,shd,shd->sd", v, k, q) / mstar, axis=1)
+            hit = live & (f >= 0.5)
+            if hit.any():
+                frac = np.where(np.isfinite(prev[hit]), (0.5 - prev[hit]) / (f[hit] - prev[hit]), 1.0)
+                out[hit] = (n - 1 + frac) * lr
+                live &= ~hit
+            if not live.any() or not np.all(np.isfinite(f[live])):
+                break
+            e = ode.residual(lam, c, np.einsum("sh,shd,shd->sd", v, k, q))[:, None, :]  # (S, 1, D)
+            dv = (k * q * e).sum(2)
+            dk = v[:, :, None] * e * q
+            dq = v[:, :, None] * e * k
+            v, k, q = v + lr * dv, k + lr * dk, q + lr * dq
+            prev = f
+    if live.any() and not np.all(np.isfinite(v[live])):
+        raise NumericalTrouble("GD on the per-head reduction diverged before the first drop: lower lr")
+    return [float(x) for x in out]
 
 
 def first_drop_error(lambdas, N: int, heads: dict, horizon: float, factor: float = 10.0) -> list[float]:

@@ -79,7 +79,7 @@ class SummaryThreshold(Claim):
             slope_checks(ctx, K=s.K, Ls=s.Ls, thetas=[s.theta], T=m["T"], stiff=stiff,
                          key="slope_identity",
                          name="slope of log T_θ vs log L across L*",
-                         why="±0.1 as in nonlinear.l-scaling: the rescaling identity, on both "
+                         why="as in nonlinear.l-scaling (at most ±0.1): the rescaling identity, on both "
                              "sides of the summary's L*")
             T = np.asarray(m["T"])[:, 0]
             if not np.any(np.isnan(T)):
