@@ -1,4 +1,4 @@
-"""Benchmark: adaptive integration through plateaus (issue 11) against the fixed-step trainer.
+"""Benchmark: adaptive integration through plateaus against the fixed-step trainer.
 
 Run:  python benchmarks/bench_adaptive.py [--quick] [--table]  (--table: section 3 only)
 
@@ -16,7 +16,7 @@ Prints, in one run:
    1/w_init = 1e2 … 1e5 (Fig. 3's spectrum).  Printed: accepted steps, solver work, CPU seconds,
    and the fitted growth per decade (goal: at most logarithmic — a constant number of extra
    steps per decade of 1/λ_min or 1/w_init, where fixed-step GD grows ∝ 1/λ_min² and 1/w_init).
-3. **Issue 11's table**, every row measured beside its target: the held-out spectra and Figs. 3
+3. **The targets' table**, every row measured beside its target: the held-out spectra and Figs. 3
    and 4 end to end (standard profile: theory, simulators (a) and (b), order controls, verdict),
    ``import icltheory`` and ``icltheory list``, every claim's ``check`` in its own process (the
    slowest five printed), ``report --all`` and the README's test command (the last three take
@@ -98,7 +98,7 @@ def _claim(cid, setting):
 def main() -> None:
     quick = "--quick" in sys.argv
     if "--table" in sys.argv:
-        print("== 3. issue 11's table (2-core machine, standard profile): measured beside target")
+        print("== 3. the targets' table (2-core machine, standard profile): measured beside target")
         _targets(quick)
         return
     print("== 1. adaptive flow vs fixed-step GD, simulator (a), standard profile (CPU seconds)")
@@ -132,7 +132,7 @@ def main() -> None:
         rows.append(_one(sw, 4))
     _growth("1/w_init", ws, rows)
 
-    print("== 3. issue 11's table (2-core machine, standard profile): measured beside target")
+    print("== 3. the targets' table (2-core machine, standard profile): measured beside target")
     _targets(quick)
 
 

@@ -1,4 +1,4 @@
-"""Timings of the categorical-ICL checks (issue 5; the package proofs/categorical_icl) on this machine.
+"""Timings of the categorical-ICL checks (the package proofs/categorical_icl) on this machine.
 
 Prints
 * the constructed Transformer against functional GD over 1000 and 10000 prompts

@@ -1,4 +1,4 @@
-"""Timings of ``icltheory sweep`` (issue 14) on this machine, in one run.
+"""Timings of ``icltheory sweep`` on this machine, in one run.
 
 1. The sweep's own cost: 12 runs of a cheap claim through ``run_sweep`` (local executor, the
    store fsync'd after every run, CSV, figure and page written) versus the same 12

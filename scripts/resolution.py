@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
                 print(f"{c.id:38s} {profile:9s} {k:28s} {resolution_text(r.as_dict())}",
                       flush=True)
             print(f"{c.id:38s} {profile:9s} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        table[c.id] = entry
+        table.setdefault(c.id, {}).update(entry)  # profiles not measured now keep their entries
     if not show_only:
         RESOLUTIONS_FILE.write_text(json.dumps({"claims": dict(sorted(table.items()))},
                                                indent=1, sort_keys=True) + "\n",

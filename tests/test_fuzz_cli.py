@@ -147,7 +147,7 @@ def scratch(tmp_path_factory):
 
 class LegacyClaimProblem(UserWarning):
     """A fuzz finding in a claim not yet on the claim contract (``Claim.is_legacy()``): the
-    paper migration hardens these (issue 10.2/10.3); reported, not failed, until then."""
+    paper migration hardens these; reported, not failed, until then."""
 
 
 LEGACY = {c.id for c in CLAIMS if c.is_legacy()}
@@ -393,5 +393,5 @@ def test_command_lines(worker, scratch):
 ])
 @pytest.mark.slow
 def test_known_hard_edges(argv, worker, scratch):
-    """The reproduction commands of issue 10 that concern the command line."""
+    """The reported reproduction commands that concern the command line."""
     _case(worker, scratch, argv)

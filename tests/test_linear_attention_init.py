@@ -1,4 +1,4 @@
-"""Linear attention, initialisation claims of issue 12: the large-init regime of
+"""Linear attention, initialisation claims: the large-init regime of
 ``linattn.init-scale`` and ``linattn.separate.drop-times`` — independent recomputations of the
 theory's numbers, the experiments' readings on known inputs, and the claims' verdicts."""
 
@@ -178,3 +178,24 @@ def test_init_scale_wrong_lazy_rate_fails():
     v = _run("linattn.init-scale", predict={"lazy_rate": repr(1.1 * k["lazy_rate"])})
     assert v.verdict == "fails", v.summary()
     assert math.isfinite(k["lazy_threshold"])
+
+
+def test_first_drop_of_gd_on_the_reduction_tends_to_the_flows_with_a_lag_of_order_lr():
+    """GD at step η on the per-head reduction drops after its flow, by a lag that shrinks in
+    proportion to η (explicit Euler); a step that blows the reduction up is numerical trouble."""
+    from icltheory.core import NumericalTrouble, get_claim
+    from proofs.linear_attention.theory import _drop_times as dt
+
+    s = get_claim("linattn.separate.drop-times").setting({"profile": "quick"})
+    heads = initial_heads(s.seed, s.seeds, s.H, s.D, s.w_init)
+    flow = np.array([r[0] for r in dt.drop_times(s.lambdas, s.N, heads, 4 * s.steps * s.lr, n_drops=1)])
+    lags = []
+    for lr in (0.4, 0.1, 0.025):
+        gd = np.array(dt.first_drop_gd(s.lambdas, s.N, heads, lr, int(4 * flow.max() / lr)))
+        assert np.all(gd > flow)
+        lags.append((gd - flow) / flow)
+        assert max(dt.first_drop_gd_error(s.lambdas, s.N, heads, lr, int(4 * flow.max() / lr))) < 1e-3
+    ratios = np.array(lags[:-1]) / np.array(lags[1:])  # quartering η quarters the lag
+    assert np.all((ratios > 3.0) & (ratios < 5.0)), ratios
+    with pytest.raises(NumericalTrouble):  # the first step overflows: not counted as a drop
+        dt.first_drop_gd(s.lambdas, s.N, heads, 1e300, 1000)

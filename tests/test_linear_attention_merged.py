@@ -120,7 +120,7 @@ def test_other_settings_hold():
     assert _run("linattn.merged.fixed-points", lambdas="1.5,0.7,0.3", N=9, H=3).verdict == "holds"
 
 
-def test_issue9_sigmoid_setting_is_not_a_false_fail():
+def test_reported_sigmoid_setting_is_not_a_false_fail():
     """D=5, N=32, Λ = I, w = 1e-3, H = 2 at quick once said FAILS (finite-sample drop time)."""
     v = _run("linattn.merged.sigmoid", D=5, N=32, lambdas="1,1,1,1,1", w_init=0.001, H=2)
     assert v.verdict != "fails", v.summary()

@@ -398,7 +398,7 @@ def test_final_attention_per_prompt_binomial():
     # a run stopped before it converged decides nothing
     short = _run("nonlinear.final-attention", {"steps": 300})
     assert short.verdict == "inconclusive" and any("converged" in r for r in short.reasons)
-    # a huge step overflows or leaves the small-step regime: never an empty holds (issue 10);
+    # a huge step overflows or leaves the small-step regime: never an empty holds;
     # beyond the key's bound it is bad input
     big = _run("nonlinear.final-attention", {"eta": 1e300})
     assert big.verdict == "inconclusive", big.summary()

@@ -324,7 +324,7 @@ def test_candidate_verdicts():
 
 
 def test_candidate_certifies_against_the_theorys_own_bound():
-    """Issue 9: a planted coefficient in the derivation must not turn a too-small candidate into
+    """A planted coefficient in the derivation must not turn a too-small candidate into
     `holds` (the proved bound is the derivation's own term, whose steps are re-verified)."""
     from icltheory.core import rederive
     from proofs.softmax_regression import theory
@@ -484,7 +484,7 @@ def test_thorough_brute_force_n3_d3():
         assert sym.brute_force_gradient_check(3, 3, loss)["ok"]
 
 
-# --------------------------------------------------------------------------- certified band (issue 12)
+# --------------------------------------------------------------------------- certified band
 
 
 def test_interval_arithmetic_encloses_and_exp_is_certified():
@@ -749,7 +749,7 @@ def test_branch_and_bound_stops_at_the_candidate():
 
 @pytest.mark.thorough
 def test_candidate_answers_outside_the_band_at_the_issues_setting():
-    """Issue 12: R = 1, n = 4, d = 3 at the standard profile — holds/fails for every candidate
+    """R = 1, n = 4, d = 3 at the standard profile — holds/fails for every candidate
     outside [lower, 1.10 × lower] (the 1.10 band needs ≈ 90 000 boxes, within the standard
     profile's default budget)."""
     _candidate_band_sides({"n": 4, "d": 3, "R": 1}, "standard")

@@ -1,4 +1,4 @@
-"""Sweeps (issue 14): grids of settings on local / process / Dask executors, the resumable
+"""Sweeps: grids of settings on local / process / Dask executors, the resumable
 store, the report page and the index hook.
 
 The claim swept is the example third-party package (``examples/thirdparty``), registered the

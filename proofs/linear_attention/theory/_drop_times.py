@@ -33,8 +33,8 @@ from icltheory.symbolic import lowered
 from . import _population as popm
 from ._paper import paper
 
-__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd", "first_drop_error",
-           "learned_scales", "ODE_RTOL"]
+__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd", "first_drop_gd_error",
+           "first_drop_error", "learned_scales", "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
 ODE_RTOL = 1e-10
@@ -191,33 +191,55 @@ def first_drop_gd(lambdas, N: int, heads: dict, lr: float, max_steps: int) -> li
     crossing $\max_dM_{dd}\lambda_dc_d=\tfrac12$ (inf: none within ``max_steps``).  Against the
     flow's time (:func:`drop_times`) this carries GD's own lag behind its flow, which grows with
     the step; what is left against a trained model is the reduction's error."""
+    return _first_drop_gd(lambdas, N, heads, lr, max_steps)[0]
+
+
+def first_drop_gd_error(lambdas, N: int, heads: dict, lr: float, max_steps: int) -> list[float]:
+    """Per seed: the measured interpolation error of :func:`first_drop_gd`, relative — how far the
+    crossing moves when the last three steps' values are interpolated by a parabola instead of
+    the last two by a line (0 where there is no drop or fewer than three steps)."""
+    return _first_drop_gd(lambdas, N, heads, lr, max_steps)[1]
+
+
+def _first_drop_gd(lambdas, N, heads, lr, max_steps):
     lam, c = _c(lambdas, N)
     ode = drop_time_ode()
     mstar = 1.0 / (lam * c)
     v, k, q = (np.array(heads[x], dtype=float) for x in ("v", "K", "Q"))  # (S, H), (S, H, D) × 2
     S = v.shape[0]
-    out = np.full(S, np.inf)
+    out, err = np.full(S, np.inf), np.zeros(S)
     live = np.ones(S, bool)
-    prev = np.full(S, -np.inf)
+    f1 = np.full(S, np.nan)  # f one step back
+    f2 = np.full(S, np.nan)  # two steps back
     with np.errstate(over="ignore", invalid="ignore"):
         for n in range(int(max_steps) + 1):
             f = np.max(np.einsum("sh,shd,shd->sd", v, k, q) / mstar, axis=1)
-            hit = live & (f >= 0.5)
-            if hit.any():
-                frac = np.where(np.isfinite(prev[hit]), (0.5 - prev[hit]) / (f[hit] - prev[hit]), 1.0)
-                out[hit] = (n - 1 + frac) * lr
-                live &= ~hit
-            if not live.any() or not np.all(np.isfinite(f[live])):
+            if not np.all(np.isfinite(f[live])):
+                raise NumericalTrouble("GD on the per-head reduction diverged before the first drop: lower lr")
+            for s_ in np.flatnonzero(live & (f >= 0.5)):
+                if n == 0:
+                    out[s_] = 0.0
+                else:
+                    lin = (0.5 - f1[s_]) / (f[s_] - f1[s_])
+                    out[s_] = (n - 1 + lin) * lr
+                    if n >= 2:  # the parabola through (n-2, n-1, n): its root in [n-1, n]
+                        a = 0.5 * (f[s_] - 2.0 * f1[s_] + f2[s_])
+                        b = 0.5 * (f[s_] - f2[s_])
+                        roots = np.roots([a, b, f1[s_] - 0.5]) if a != 0.0 else np.array([lin])
+                        roots = roots[np.isreal(roots)].real
+                        roots = roots[(roots >= -1e-12) & (roots <= 1.0 + 1e-12)]
+                        if roots.size:
+                            err[s_] = abs(float(roots[0]) - lin) * lr / max(out[s_], lr)
+                live[s_] = False
+            if not live.any():
                 break
             e = ode.residual(lam, c, np.einsum("sh,shd,shd->sd", v, k, q))[:, None, :]  # (S, 1, D)
             dv = (k * q * e).sum(2)
             dk = v[:, :, None] * e * q
             dq = v[:, :, None] * e * k
             v, k, q = v + lr * dv, k + lr * dk, q + lr * dq
-            prev = f
-    if live.any() and not np.all(np.isfinite(v[live])):
-        raise NumericalTrouble("GD on the per-head reduction diverged before the first drop: lower lr")
-    return [float(x) for x in out]
+            f2, f1 = f1, f
+    return [float(x) for x in out], [float(x) for x in err]
 
 
 def first_drop_error(lambdas, N: int, heads: dict, horizon: float, factor: float = 10.0) -> list[float]:
