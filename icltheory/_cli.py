@@ -161,13 +161,4 @@ def entry() -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
-    if code == EXIT_INTERRUPTED:
-        # everything written has been completed or removed by now; leave without the
-        # interpreter's exit handlers, which join a stopped process pool's manager thread (a
-        # pool whose workers were terminated mid-claim) and can wait on it for ever
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError):  # pragma: no cover
-            pass
-        os._exit(code)
     sys.exit(code)

@@ -255,6 +255,30 @@ def test_ctrl_c_during_a_parallel_report(tmp_path):
     assert verify(out) == []
 
 
+def test_ctrl_c_right_after_a_worker_is_forked_leaves_no_worker_behind(tmp_path):
+    """A Ctrl-C landing between a worker's fork and the pool's record of it must not leave that
+    worker running after the command exits (it would hold the terminal's pipes open for ever):
+    the interrupt is sent by the parent right after each fork."""
+    out = tmp_path / "r"
+    code = ("import os, signal, sys\nfrom multiprocessing import popen_fork\n"
+            "orig = popen_fork.Popen._launch\n"
+            "def launch(self, obj):\n    orig(self, obj)\n    os.kill(os.getpid(), signal.SIGINT)\n"
+            "popen_fork.Popen._launch = launch\nfrom icltheory._cli import entry\n"
+            f"sys.argv = ['icltheory', 'report', {REAL!r}, 'linattn.merged.equivalence', '--profile', 'quick', "
+            f"'--out', {str(out)!r}, '-j', '2', '--quiet']\nentry()\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=60)  # returns only once every holder of the pipes has exited
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail(f"a worker outlived the interrupted command (the command itself: {p.returncode})")
+    assert p.returncode == 130 and err == "icltheory: interrupted\n", (p.returncode, err)
+    recover(out)
+    assert verify(out) == []
+
+
 # ------------------------------------------------------------------ -j N
 
 

@@ -9,11 +9,13 @@ them.  Where ``fork`` is unavailable the claims run in the parent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..core import BadInput, Claim, Setting, run_check
 from ._render import ClaimReport, render_claim
@@ -95,6 +97,18 @@ def _stop(pool: Any) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold SIGINT (delivered when the block ends) in the main thread where POSIX allows it."""
+    ok = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if ok else None
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _run_parallel(jobs: Sequence[tuple[Claim, Setting]], workers: int,
                   progress: Progress | None,
                   on_done: Callable[[ClaimReport], None] | None,
@@ -111,7 +125,12 @@ def _run_parallel(jobs: Sequence[tuple[Claim, Setting]], workers: int,
     try:
         # longest first (by the claims' own work estimates), so that no long claim starts last;
         # the results are collected by index, so the order of submission changes no output
-        futures = {pool.submit(_work, i): i for i in sorted(range(len(jobs)), key=lambda i: -_work_estimate(*jobs[i]))}
+        order = sorted(range(len(jobs)), key=lambda i: -_work_estimate(*jobs[i]))
+        # the first submit forks the workers: a Ctrl-C between a fork and the pool's record of
+        # that worker would leave it running after we exit (no one terminates it), so the
+        # interrupt waits until every worker is recorded and then stops them all
+        with _sigint_deferred():
+            futures = {pool.submit(_work, i): i for i in order}
         pending = set(futures)
         if progress is not None:
             progress(0.0, "")
