@@ -733,6 +733,23 @@ def test_slope_check_selection_constants():
     assert run(1e6, np.nextafter(0.5, 1.0)).measured is None
 
 
+def _drop_times_judge(s, first, tp, spread=1e-9, tf=None):
+    """Judge linattn.separate.drop-times on a synthetic measurement: every seed's first drop at
+    ``tp`` (population) and ``tf`` (finite sample, default ``first``), sampling spread ``spread``."""
+    from icltheory.core import get_claim
+
+    c = get_claim("linattn.separate.drop-times")
+    t = np.linspace(0.0, 40.0, 200)
+    m = {"horizon": 40.0, "fs_times": np.full((s.seeds, s.D), np.nan), "pop_times": np.full((s.seeds, s.D), np.nan),
+         "fs_route_share": np.zeros(s.seeds), "spread": np.full(s.D, spread), "fs_t": t,
+         "fs_loss": np.ones((s.seeds, t.size))}
+    m["fs_times"][:, 0], m["pop_times"][:, 0] = first if tf is None else tf, tp
+    pred = {"first_drop_times": [first] * s.seeds, "later_drop_times": [np.inf] * (s.seeds * (min(s.D, s.H) - 1))}
+    ctx = _ctx(**pred)
+    c.judge(s, pred, m, ctx)
+    return ctx
+
+
 def test_drop_time_sampling_budget_pair():
     """linattn.separate.drop-times: the finite-sample first drop is judged only when its modelled
     false-fail 2Φ(−margin/σ), σ = 2 × (relative spread of the growth rate) × the drop time, is
@@ -750,33 +767,10 @@ def test_drop_time_sampling_budget_pair():
     margin = s.rel_tol * first - abs(tp - first)
     budget = 1e-3 / (2 * s.seeds)
     sig = margin / -NormalDist().inv_cdf(budget / 2)  # ff = budget exactly
-    t = np.linspace(0.0, 40.0, 200)
     for factor, judged in ((1 - 1e-6, True), (1 + 1e-6, False)):
-        spread = factor * sig / (2.0 * tp)
-        m = {"horizon": 40.0, "fs_times": np.full((s.seeds, s.D), np.nan), "pop_times": np.full((s.seeds, s.D), np.nan),
-             "fs_route_share": np.zeros(s.seeds), "spread": np.full(s.D, spread), "fs_t": t,
-             "fs_loss": np.ones((s.seeds, t.size))}
-        m["fs_times"][:, 0], m["pop_times"][:, 0] = tf, tp
-        pred = {"first_drop_times": [first] * s.seeds, "later_drop_times": [np.inf] * (s.seeds * (min(s.D, s.H) - 1))}
-        ctx = _ctx(**pred)
-        c.judge(s, pred, m, ctx)
+        ctx = _drop_times_judge(s, first, tp, spread=factor * sig / (2.0 * tp), tf=tf)
         finite = [x for x in ctx.checks if "finite-sample" in x.name]
         assert (len(finite) == s.seeds) is judged, (factor, ctx.inconclusive_reasons)
-
-
-def _drop_times_judge(s, first, tp, spread=1e-9):
-    from icltheory.core import get_claim
-
-    c = get_claim("linattn.separate.drop-times")
-    t = np.linspace(0.0, 40.0, 200)
-    m = {"horizon": 40.0, "fs_times": np.full((s.seeds, s.D), np.nan), "pop_times": np.full((s.seeds, s.D), np.nan),
-         "fs_route_share": np.zeros(s.seeds), "spread": np.full(s.D, spread), "fs_t": t,
-         "fs_loss": np.ones((s.seeds, t.size))}
-    m["fs_times"][:, 0], m["pop_times"][:, 0] = first, tp
-    pred = {"first_drop_times": [first] * s.seeds, "later_drop_times": [np.inf] * (s.seeds * (min(s.D, s.H) - 1))}
-    ctx = _ctx(**pred)
-    c.judge(s, pred, m, ctx)
-    return ctx
 
 
 def test_drop_time_population_tolerance_pair():
