@@ -5,6 +5,7 @@ from ._cache import clear_caches as clear_caches
 from ._cache import derived as derived
 from ._cache import rederive as rederive
 from ._claim import BUDGETS as BUDGETS
+from ._claim import WORK_RATE as WORK_RATE
 from ._claim import FALSE_FAIL_MAX as FALSE_FAIL_MAX
 from ._claim import Claim as Claim
 from ._claim import Cost as Cost

@@ -56,7 +56,7 @@ from ._deadline import MARK, TimeLimitReached, hard_stop, time_limit_reason
 from ._verdict import Check, CheckContext, Verdict, apply_predictions, typed_precision
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
-           "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "OverBudget", "versions",
+           "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "WORK_RATE", "OverBudget", "versions",
            "FALSE_FAIL_MAX", "over_budget", "non_default_keys"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
@@ -227,9 +227,13 @@ class Cost:
     what: str = ""
 
 
+#: flop-equivalents per CPU second that the work estimates and the budgets assume: an estimate
+#: ÷ this rate is the run's expected CPU time on a machine like the reference one (2 cores),
+#: within a factor of 2 (``benchmarks/bench_estimates.py`` prints estimate ÷ measured per claim)
+WORK_RATE = 1e9
 #: per profile: (work in flop-equivalents, memory in bytes, wall-clock seconds of the watchdog)
 BUDGETS = {
-    "quick": (8e9, 1 << 30, 120.0),
+    "quick": (1.6e10, 1 << 30, 120.0),
     "standard": (4e10, 1 << 30, 900.0),
     "thorough": (2e12, 4 << 30, 7200.0),
 }

@@ -53,9 +53,11 @@ _NEWTON_TOL = 0.03
 _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
 #: the smallest step increase taken at an unchanged order
 _MIN_INCREASE = 1.0
-#: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (≈ 150
-#: numpy calls of ≈ 3 µs at the ≈ 1e9 flop-equivalents per second the budgets assume)
-ITERATION_OVERHEAD = 4e5
+#: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (≈ 2 ms a
+#: lockstep iteration — predictor, corrector iterations, error control, order and step changes,
+#: dense output — measured on Figs. 3 and 4's flows at small D, where it dominates; at the ≈ 1e9
+#: flop-equivalents per second the budgets assume)
+ITERATION_OVERHEAD = 2e6
 
 _K = MAX_ORDER + 1  # differences 0..k used by the predictor and the dense output
 _J = np.arange(_K)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
@@ -215,6 +217,16 @@ class Construction(Claim):
             run.inconclusive("two context points coincide; no erase head can be a δ")
             return {}
         lam = s.lam if s.lam is not None else float(np.sqrt(200.0 / md))
+        # the rbf erase head's weight off its own token is at most (N−1)·exp(−λ²·min distance²):
+        # the claim speaks of the erase head as a δ, so a λ that leaves more than 1e-12 (100× below
+        # the judged 1e-10) is outside it, not a counterexample
+        leak = (N - 1) * math.exp(-min(lam**2 * md, 745.0))
+        if s.erase == "rbf" and leak > 1e-12:
+            need = math.sqrt(math.log((N - 1) / 1e-12) / md)
+            run.inconclusive(f"erase λ = {lam:.3g} leaves the rbf erase head up to {min(leak, 1.0):.2g} of its weight off "
+                             f"the token's own position (a δ is assumed): set lam ≥ {need:.3g} for these prompts "
+                             "(or leave it unset)")
+            return {}
         lay = ex.model.layout(s.d, s.dprime)
 
         def states(Xs, ys, lam_, erase):

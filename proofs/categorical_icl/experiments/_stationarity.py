@@ -174,9 +174,10 @@ def fit_structured(lay: Layout, W_e: np.ndarray, kernel: str, batch: PromptBatch
                    rel_tol: float = 0.05, max_newton: int = 30):
     r"""Minimise the sample-average loss over the in-S coordinates (SAA).
 
-    1. L-BFGS on a ``warm_pairs`` sub-sample; 2. Hessian there by central differences of the
-    analytic gradient (pseudo-inverted: for dot-product kernels only :math:`b_kc_k\Gamma_k` or
-    :math:`b_kc_k` matters, a flat direction); 3. quasi-Newton steps on the whole sample (BFGS
+    1. L-BFGS on a ``warm_pairs`` sub-sample; 2. Hessian there by forward differences of the
+    analytic gradient (a preconditioner only; for dot-product kernels only
+    :math:`b_kc_k\Gamma_k` or :math:`b_kc_k` matters, a flat direction; curvatures enter by
+    magnitude, floored at 1e-3 of the largest); 3. quasi-Newton steps on the whole sample (BFGS
     updates of that Hessian, step-length control, backtracking) until every gradient coordinate
     is below ``rel_tol`` × its Monte Carlo standard error, so the optimisation error shifts a
     z-score by at most ``rel_tol``.  Returns ``(point, info)``.
@@ -206,17 +207,22 @@ def fit_structured(lay: Layout, W_e: np.ndarray, kernel: str, batch: PromptBatch
     x = res.x
     h = 1e-4
     H = np.zeros((len(x), len(x)))
+    g_small = f_small(x)[1]
     for i in range(len(x)):
         e = np.zeros(len(x))
         e[i] = h
-        H[:, i] = (f_small(x + e)[1] - f_small(x - e)[1]) / (2 * h)
+        H[:, i] = (f_small(x + e)[1] - g_small) / h
     H = 0.5 * (H + H.T)
     loss, g, se = fun(x)
     it = 0
     while it < max_newton and np.max(np.abs(g) / np.maximum(se, 1e-300)) > rel_tol:
         w, Vh = np.linalg.eigh(H)
-        keep = w > 1e-6 * max(w.max(), 1e-300)
-        step = -(Vh[:, keep] / w[keep]) @ (Vh[:, keep].T @ g)
+        # modified Newton: a curvature the sub-sample reads as ≤ 0 (flat or saddle-like
+        # directions) is replaced by its magnitude, floored at 1e-3 of the largest, so that every
+        # direction is stepped along (dropping them left their gradient in place for ever);
+        # the backtracking below keeps each step a descent
+        wm = np.maximum(np.abs(w), 1e-3 * max(float(np.abs(w).max()), 1e-300))
+        step = -(Vh / wm) @ (Vh.T @ g)
         cap = 0.5 * max(1.0, float(np.linalg.norm(x)))
         if np.linalg.norm(step) > cap:
             step *= cap / np.linalg.norm(step)

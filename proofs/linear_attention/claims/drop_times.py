@@ -51,6 +51,13 @@ def _embed_code_units_twice(orig):
     return embed
 
 
+
+#: flop-equivalents of one step of the prediction's Euler map (interpreter and numpy-call
+#: overhead at the ≈ 1e9 flop-equivalents per second the profiles' budgets assume)
+_EULER_STEP_WORK = 8e4
+#: the same for one step of the finite-sample trainer on the quadratic features
+_FS_STEP_WORK = 1.2e5
+
 class DropTimes(Claim):
     id = "linattn.separate.drop-times"
     title = "Each seed's first drop time of ATTN_S follows from its initial weights (per-head ODE in the overlaps)"
@@ -102,11 +109,16 @@ class DropTimes(Claim):
     def estimate(self, s) -> Cost:
         F = (s.D + 1) ** 2 * s.D
         data = 2.0 * s.P * F * F + 4.0 * s.P * (s.D + 1) * (s.N + 1) * (s.D + 1)
-        fs = steps_work(s.steps, 4 * s.seeds * F * F)
+        # full-batch GD on the quadratic features: ≈ 120 µs of interpreter and numpy calls a step
+        # at small D (measured), whatever its flops
+        fs = s.steps * max(4.0 * s.seeds * F * F, _FS_STEP_WORK)
         pop = steps_work(s.steps, 2 * s.seeds * s.H * s.D * s.D * 4)
+        # the prediction: GD's explicit Euler map on the per-head reduction, step by step up to the
+        # first drop (≈ the horizon), ≈ 25 numpy calls a step (≈ 70 µs measured)
+        euler = s.steps * _EULER_STEP_WORK
         # tokens X (P, D+1, N+1) plus the inputs, their Gaussian draw and the labels while sampling
         mem = 8.0 * (s.P * (s.N + 1) * (3 * s.D + 2) + F * F * 2 + s.seeds * 4000 * F)
-        return Cost(work=data + fs + pop + 2e8, memory=mem,
+        return Cost(work=data + fs + pop + euler + 2e8, memory=mem,
                     what=f"P={s.P} sequences, {s.steps} GD steps × {s.seeds} seeds (finite-sample and population)")
 
     def measure(self, s, run) -> dict:

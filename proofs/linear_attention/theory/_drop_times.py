@@ -201,7 +201,24 @@ def first_drop_gd_error(lambdas, N: int, heads: dict, lr: float, max_steps: int)
     return _first_drop_gd(lambdas, N, heads, lr, max_steps)[1]
 
 
+#: the last few results of :func:`_first_drop_gd` (its prediction and its error are asked for
+#: separately, on the same arguments; the map is a step-by-step loop, so it is not run twice)
+_GD_CACHE: dict = {}
+
+
 def _first_drop_gd(lambdas, N, heads, lr, max_steps):
+    arrays = [np.asarray(heads[x], dtype=float) for x in ("v", "K", "Q")]
+    key = (tuple(float(x) for x in np.ravel(lambdas)), int(N), float(lr), int(max_steps),
+           tuple((a.shape, a.tobytes()) for a in arrays))
+    if key not in _GD_CACHE:
+        if len(_GD_CACHE) >= 8:
+            _GD_CACHE.pop(next(iter(_GD_CACHE)))
+        _GD_CACHE[key] = _first_drop_gd_run(lambdas, N, heads, lr, max_steps)
+    out, err = _GD_CACHE[key]
+    return list(out), list(err)
+
+
+def _first_drop_gd_run(lambdas, N, heads, lr, max_steps):
     lam, c = _c(lambdas, N)
     ode = drop_time_ode()
     mstar = 1.0 / (lam * c)
@@ -213,7 +230,8 @@ def _first_drop_gd(lambdas, N, heads, lr, max_steps):
     f2 = np.full(S, np.nan)  # two steps back
     with np.errstate(over="ignore", invalid="ignore"):
         for n in range(int(max_steps) + 1):
-            f = np.max(np.einsum("sh,shd,shd->sd", v, k, q) / mstar, axis=1)
+            m = (v[:, :, None] * k * q).sum(1)  # (S, D): the diagonal M_dd
+            f = np.max(m / mstar, axis=1)
             if not np.all(np.isfinite(f[live])):
                 raise NumericalTrouble("GD on the per-head reduction diverged before the first drop: lower lr")
             for s_ in np.flatnonzero(live & (f >= 0.5)):
@@ -233,7 +251,7 @@ def _first_drop_gd(lambdas, N, heads, lr, max_steps):
                 live[s_] = False
             if not live.any():
                 break
-            e = ode.residual(lam, c, np.einsum("sh,shd,shd->sd", v, k, q))[:, None, :]  # (S, 1, D)
+            e = ode.residual(lam, c, m)[:, None, :]  # (S, 1, D)
             dv = (k * q * e).sum(2)
             dk = v[:, :, None] * e * q
             dq = v[:, :, None] * e * k
