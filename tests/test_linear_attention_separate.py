@@ -337,6 +337,31 @@ def test_rank_structure_and_control():
     assert v.measured["n_plateaus"][0] == [3]
 
 
+def test_rank_one_resolves_every_plateau_of_fig4():
+    """Fig. 4 at R = 1: every plateau M_0 … M_7, read at the fine resolution (no followers, the
+    solver accurate enough); a count one short of 8 fails."""
+    v = _run("linattn.separate.rank", {"R": 1}, profile="standard")
+    assert v.verdict == "holds", v.summary()
+    assert v.measured["drop_resolution"]["R=1"]["drop_resolution"] == 1e-3
+    row = next(c for c in v.checks if c.name.startswith("R=1: clear plateaus at exactly"))
+    assert row.measured["plateaus_seen"] == list(range(8)) and row.measured["below_resolution"] == []
+    assert _run("linattn.separate.rank", {"R": 1}, {"n_plateaus": "7"}, profile="standard").verdict == "fails"
+
+
+def test_rank_eight_keeps_the_figure_resolution_for_a_reason():
+    """Why R = 8 is read at the figure's 3%: at the fine resolution the last follower's lag is
+    a clear plateau of its own (m = 7), in every seed; the judge says which resolution it used."""
+    from icltheory.core import measure_claim
+
+    c = get_claim("linattn.separate.rank")
+    m = measure_claim(c, c.setting({"R": 8, "profile": "quick"})).values["reading"]
+    fine = [{p.m for p in row if p.status == "clear"} for row in m.plateaus_fine]
+    coarse = [{p.m for p in row if p.status == "clear"} for row in m.plateaus]
+    assert all(7 in f for f in fine) and not any(7 in c_ for c_ in coarse), (fine, coarse)
+    v = _run("linattn.separate.rank", {"R": 8})
+    assert v.verdict == "holds" and v.measured["drop_resolution"]["R=8"]["drop_resolution"] == 0.03
+
+
 @pytest.mark.slow
 def test_init_scale_and_controls():
     assert _run("linattn.init-scale").verdict == "holds"

@@ -56,7 +56,7 @@ def _population_run(s, run, p0, n_learn, settle: float) -> tuple:
         budget = BUDGETS[s.profile][0]
         ra = ex.flows.separate_population_flow(s.lam, s.N, p0, n_learn=n_learn, settle=settle, tick=run.tick,
                                                **_flow_options(s, budget))
-        reading = ex.analysis.read_run(ra, s.lam, s.N)
+        reading = ex.analysis.read_run(ra, s.lam, s.N, fine_drop=_FINE_RESOLUTION)
         controls = ex.analysis.order_controls(s.lam, s.N, p0, reading.times, lr=s.lr, steps=s.steps,
                                               n_learn=n_learn, settle=settle, check_every=1, tick=run.tick,
                                               flow=_flow_options(s, max(budget - ra.solver["total_work"], 0.0)),
@@ -177,6 +177,19 @@ def _solver_accurate(ctx, ra, drops, label: str) -> bool:
     return ok
 
 
+def _fine_resolution_ok(ra, drops, rows: list[int]) -> bool:
+    """Whether the flow's measured loss-curve error on ``rows`` (from its re-solve, as in
+    :func:`_solver_accurate`) is :data:`SOLVER_MARGIN` × below :data:`_FINE_RESOLUTION` × the
+    row's loss range (and half the smallest drop), so that the fine reading stands on it."""
+    acc = ra.solver.get("accuracy") if ra.solver is not None else None
+    if acc is None:
+        return False
+    span = ra.loss[:, 0] - np.min(ra.loss, axis=1)
+    res_l = np.minimum(_FINE_RESOLUTION * span, 0.5 * float(np.min(drops)))
+    curve = _curve_error(ra.t, ra.loss, acc["loss_delta"], float(acc["record_spacing"]), res_l)
+    return bool(np.all(SOLVER_MARGIN * curve[rows] <= 1.0))
+
+
 def _flow_steps(s, n_learn: int, R: int = 1, rtol: float | None = None) -> float:
     """Expected accepted steps of one adaptive row at tolerance ``rtol`` (default the setting's):
     ≈ 25 per decade of the horizon (in GD steps) per plateau crossed — the ⌈n_learn/R⌉ stages and
@@ -214,8 +227,14 @@ def _fs_flow_work(s, n_learn: int) -> float:
                       solve_cost=2.0 * n * n)
 
 
-#: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop)
+#: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop): the
+#: figure's resolution, what a reader sees on a linear loss axis
 _RESOLUTION = 0.03
+#: the finer drop resolution an adaptively integrated flow is also read at (its loss curve is
+#: accurate to far below it: checked per row by :func:`_fine_resolution_ok`); used for a rank's
+#: rows only where the rank-R picture predicts no follower lagging visibly (:func:`_follower_lags`),
+#: since below the figure's resolution such a lag shows as a plateau of its own
+_FINE_RESOLUTION = 1e-3
 
 
 #: a plateau between two stages is expected to be clear only when the balanced-init escape
@@ -224,13 +243,15 @@ _RESOLUTION = 0.03
 _MIN_GAP = 0.2
 
 
-def _expected_plateaus(s, pred, bounds: list[int], n_learn: int, R: int) -> tuple[list[int], dict]:
+def _expected_plateaus(s, pred, bounds: list[int], n_learn: int, R: int,
+                       resolution: float = _RESOLUTION) -> tuple[list[int], dict]:
     """The interior stage boundaries b at which the theory expects a clear plateau, and the others
-    with the reason: a stage drop below the resolution (:func:`_resolvable`), or leading
-    directions whose escape times (theory, balanced-equivalent init) are closer than
+    with the reason: a stage drop below ``resolution`` of the loss range (:func:`_resolvable`), or
+    leading directions whose escape times (theory, balanced-equivalent init) are closer than
     :data:`_MIN_GAP` in ln t (ties and near-ties: which comes first is the init's choice)."""
-    visible, hidden = _resolvable(pred["plateau_losses"], bounds, n_learn)
-    why = {b: "a neighbouring stage's drop is below the resolution" for b in hidden}
+    visible, hidden = _resolvable(pred["plateau_losses"], bounds, n_learn, resolution)
+    why = {b: f"a neighbouring stage's drop is below the resolution ({resolution:g} of the loss range)"
+           for b in hidden}
     p = theory.paper()
     po = [int(round(x)) for x in pred["drop_order"]]
     lam, c = s.lambdas, s.c()
@@ -273,9 +294,10 @@ def _follower_lags(s, pred, stages: list[int], R: int) -> dict:
     return out
 
 
-def _resolvable(levels, bounds: list[int], n_learn: int) -> tuple[list[int], list[int]]:
+def _resolvable(levels, bounds: list[int], n_learn: int,
+                resolution: float = _RESOLUTION) -> tuple[list[int], list[int]]:
     """Of the predicted plateaus at M_b (b in ``bounds``, interior stage boundaries), those whose
-    neighbouring stage drops (from the predicted levels L(M_m)) are all ≥ :data:`_RESOLUTION` of
+    neighbouring stage drops (from the predicted levels L(M_m)) are all ≥ ``resolution`` of
     the predicted loss range, by the measurement's rule (the plateau bordering the smallest
     sub-resolution drop goes first, the drop merging into its smaller neighbour); returns
     (resolvable, hidden)."""
@@ -286,7 +308,7 @@ def _resolvable(levels, bounds: list[int], n_learn: int) -> tuple[list[int], lis
         cuts = [0] + keep + [n_learn]
         drops = [lv[a] - lv[b] for a, b in zip(cuts, cuts[1:])]
         i = int(np.argmin(drops))
-        if drops[i] >= _RESOLUTION * span:
+        if drops[i] >= resolution * span:
             break
         if i == 0:
             keep.pop(0)
@@ -549,8 +571,10 @@ class RankPlateaus(Claim):
     r"""Measured per rank and seed, on the population gradient flow from the Fig. 4
     initialisation (adaptive, its accuracy measured; ``integrator=gd`` for GD): the learning times (events), and
     between consecutive learning times whether the loss shows a *clear* plateau (descent rate
-    in ln t below a tenth of both drops' for ≥ 2 drop widths and ≥ 0.1 in ln t, drops ≥ 3% of
-    the loss range).  Judged: no seed shows a clear plateau inside a stage (at m not a multiple
+    in ln t below a tenth of both drops' for ≥ 2 drop widths and ≥ 0.1 in ln t, drops ≥ the
+    resolution: 0.1% of the loss range on the adaptive flow where its measured accuracy allows it
+    and the rank-R picture predicts no follower lagging visibly — so R = 1, which has no
+    followers, resolves every plateau — else the figure's 3%).  Judged: no seed shows a clear plateau inside a stage (at m not a multiple
     of R) — unless a follower direction is estimated to lag its head's leader that long
     (eigenvalues sharing a head far apart: inconclusive, outside the rank-R picture) — and over
     the seeds the clear plateaus are exactly M_0, M_R, M_2R, … (those the theory expects to be
@@ -637,6 +661,7 @@ class RankPlateaus(Claim):
                f"either side are ≥ {_RESOLUTION:g} of the loss range; a stretch flat for 1–2 widths is unresolved "
                "(not clear: it neither refutes nor shows a predicted plateau)" + sim)
         counts = []
+        resolutions: dict = {}
         for j, R in enumerate(s.ranks):
             size = max(int(round(float(pred["stage_size"][j]))), 1)
             n_learn = theory.learnable(s.D, s.H, R)
@@ -649,7 +674,27 @@ class RankPlateaus(Claim):
                 ctx.inconclusive(f"R={R}: equal eigenvalues straddle a stage boundary ({straddle[:3]}): a head may "
                                  "take any mix of the tied directions, so the stages are not determined")
             inner = [int(b) for b in bounds[1:-1]]
-            visible, hidden_why = _expected_plateaus(s, pred, inner, n_learn, size)
+            lags = _follower_lags(s, pred, stages, size)
+            # the drop resolution of this rank's rows: the flow's fine reading where no follower is
+            # predicted to lag visibly (below the figure's resolution such a lag is a plateau of its
+            # own, which the rank-R picture does not describe) and the solver supports it, else the
+            # figure's
+            rows = list(range(j * s.seeds, (j + 1) * s.seeds))
+            followers_lag = [m_ for m_, v in lags.items() if v >= _MIN_GAP / 4]
+            fine = (rd.plateaus_fine is not None and not followers_lag
+                    and _fine_resolution_ok(ra, rd.drops, rows))
+            res = _FINE_RESOLUTION if fine else _RESOLUTION
+            readings = rd.plateaus_fine if fine else rd.plateaus
+            resolutions[f"R={R}"] = {
+                "drop_resolution": res,
+                "why": ("the flow's fine reading: no follower is predicted to lag its leader by ≥ "
+                        f"{_MIN_GAP / 4:g} in ln t, and the solver's measured loss error is ≥ {SOLVER_MARGIN:g}× "
+                        "below it" if fine else
+                        f"the figure's: follower(s) at m = {followers_lag} predicted to lag by ≥ {_MIN_GAP / 4:g} "
+                        "in ln t, whose own drops a finer reading would show" if followers_lag else
+                        "the figure's: the run has no fine reading the solver's accuracy supports")}
+            row_why = why.replace(f"≥ {_RESOLUTION:g} of the loss range", f"≥ {res:g} of the loss range")
+            visible, hidden_why = _expected_plateaus(s, pred, inner, n_learn, size, res)
             hidden = sorted(hidden_why)
             seen: set = set()
             row_counts = []
@@ -664,7 +709,7 @@ class RankPlateaus(Claim):
                             plateaus=rd.plateaus[k], sim=sim)
                 judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], po, lam)
                 judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops, sim=sim)
-                plat = rd.plateaus[k]
+                plat = readings[k]
                 clear = {p.m for p in plat if p.status == "clear"}
                 unres = {p.m for p in plat if p.status == "unresolved"}
                 row_counts.append(1 + len(clear))
@@ -672,7 +717,6 @@ class RankPlateaus(Claim):
                     continue
                 extra = sorted(clear - set(inner))
                 open_ = sorted(unres - set(inner))
-                lags = _follower_lags(s, pred, stages, size)
                 # a plateau after m directions, inside a stage, precedes follower position m
                 flat = {p.m: p.flat for p in plat}
                 lagging = [x for x in extra if lags.get(x, 0.0) >= _MIN_GAP / 4 and flat[x] <= 4 * lags[x]]
@@ -701,7 +745,7 @@ class RankPlateaus(Claim):
                     clear = clear - set(lagging)
                 ctx.condition(f"{label}: clear plateaus only at multiples of the stage size", judges=("stage_size",),
                               passed=False if extra else (None if lagging else True),
-                              predicted=[0] + inner, measured=[0] + sorted(clear), why=why,
+                              predicted=[0] + inner, measured=[0] + sorted(clear), why=row_why,
                               detail=(f"clear plateaus inside a stage at m = {extra}" if extra else
                                       f"unresolved stretches inside a stage at m = {open_}" if open_ else ""))
                 if open_:
@@ -723,8 +767,8 @@ class RankPlateaus(Claim):
             ctx.condition(f"R={R}: clear plateaus at exactly M_0, M_R, M_2R, … (over the {s.seeds} seed(s))",
                           judges=("n_plateaus", "stage_size"), passed=ok_n, predicted=n_pred,
                           measured={"plateaus_seen": [0] + sorted(seen), "count": n_seen,
-                                    "below_resolution": hidden},
-                          why=why + ("; not expected to be clear: " + "; ".join(f"M_{b}: {w}" for b, w in
+                                    "below_resolution": hidden, "drop_resolution": res},
+                          why=row_why + ("; not expected to be clear: " + "; ".join(f"M_{b}: {w}" for b, w in
                                                                                   hidden_why.items()) if hidden else ""))
             if ok_n is None:
                 ctx.inconclusive(f"R={R}: {n_seen} clear plateau(s) seen against {n_vis} expected"
@@ -733,6 +777,7 @@ class RankPlateaus(Claim):
                                     "more seeds may resolve them" if never else ""))
             counts.append(row_counts)
         ctx.measure("n_plateaus", counts)
+        ctx.measure("drop_resolution", resolutions)
         ctx.measure("stages", m["groups"])
         for j, R in enumerate(s.ranks):
             sl = slice(j * s.seeds, (j + 1) * s.seeds)

@@ -66,9 +66,15 @@ class RunReading:
     #: per row, (direction, time) of crossings of ½ that did not last (the fraction fell back
     #: below ½: a head moved on to another direction); ``times`` holds the crossings that did
     transient: list[list[tuple[int, float]]] | None = None
+    #: ``plateaus`` read again at a finer drop resolution (``read_run``'s ``fine_drop``), or None
+    plateaus_fine: list[list] | None = None
 
 
-def read_run(run: Run, lam, N: int) -> RunReading:
+def read_run(run: Run, lam, N: int, fine_drop: float | None = None) -> RunReading:
+    """The run read blind: learning times and order, plateau visits and their saddles, and
+    between consecutive learning times whether the loss shows a plateau — with the plateau
+    reader's drop resolution of 3% of the loss range, and again at ``fine_drop`` (a fraction of
+    the range; None: not read) for a curve whose accuracy supports it."""
     lam = np.asarray(lam, float)
     D = lam.size
     frac = training.learned_fractions(run.M, lam, N)
@@ -104,7 +110,10 @@ def read_run(run: Run, lam, N: int) -> RunReading:
     base = float(pop.population_mse(np.zeros((D, D)), lam, N))
     path = [list(base - np.concatenate([[0.0], np.cumsum(drops[o])])) for o in orders]
     plateaus = [plateaus_between_events(run.t, run.loss[k], times[k]) for k in range(run.loss.shape[0])]
-    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path, plateaus, transient)
+    fine = (None if fine_drop is None else
+            [plateaus_between_events(run.t, run.loss[k], times[k], min_drop=fine_drop)
+             for k in range(run.loss.shape[0])])
+    return RunReading(times, orders, visits, run.loss[:, 0].copy(), drops, path, plateaus, transient, fine)
 
 
 def order_violations(times: np.ndarray, lam) -> list[tuple[int, int]]:
