@@ -75,7 +75,8 @@ def _claim_rows(claim, a) -> list[float]:
     def draw(s):
         _one(claim, s, base, rows)
 
-    draw()
+    if a.draws > 0:
+        draw()
     return rows
 
 

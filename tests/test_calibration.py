@@ -744,7 +744,8 @@ def _drop_times_judge(s, first, tp, spread=1e-9, tf=None):
          "fs_route_share": np.zeros(s.seeds), "spread": np.full(s.D, spread), "fs_t": t,
          "fs_loss": np.ones((s.seeds, t.size))}
     m["fs_times"][:, 0], m["pop_times"][:, 0] = first if tf is None else tf, tp
-    pred = {"first_drop_times": [first] * s.seeds, "later_drop_times": [np.inf] * (s.seeds * (min(s.D, s.H) - 1))}
+    pred = {"first_drop_times": [first] * s.seeds, "later_drop_times": [np.inf] * (s.seeds * (min(s.D, s.H) - 1)),
+            "first_drop_interpolation_error": [0.0] * s.seeds}
     ctx = _ctx(**pred)
     c.judge(s, pred, m, ctx)
     return ctx

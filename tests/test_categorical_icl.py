@@ -501,3 +501,11 @@ def test_paper_scope_with_diagonal_gamma_claims_no_off_diagonal_entry():
     c = get_claim("catgd.stationarity")
     v = run_check(c, c.setting({"scope": "paper", "K": 1, "gamma": "diag", "x_dist": "sphere", "profile": "quick"}))
     assert v.verdict != "fails", v.summary()
+
+
+def test_training_gap_shrinks_is_not_judged_without_a_gap():
+    """With GD not shown ahead at the smallest L (one context example), a gap that grows with L
+    refutes nothing: the trend check is undecided and says why."""
+    v = _check("catgd.training", profile="quick", N=1)
+    shrink = next(c for c in v.checks if c.name.startswith("gap shrinks"))
+    assert v.verdict != "fails" and shrink.passed is None and "no gap to shrink" in shrink.detail, v.summary()

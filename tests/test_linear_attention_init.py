@@ -146,7 +146,7 @@ def test_embedding_puts_the_heads_in_the_relevant_block():
 
 
 @pytest.mark.slow
-def test_drop_times_claim_holds_and_a_wrong_first_drop_fails(monkeypatch):
+def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
     c = get_claim("linattn.separate.drop-times")
     s = DropTimesSetting.parse({"profile": "quick"})
     assert s.integrator == "gd" and s.rtol is None  # the record names no adaptive solver it does not use
@@ -161,8 +161,7 @@ def test_drop_times_claim_holds_and_a_wrong_first_drop_fails(monkeypatch):
         assert judge_claim(c, s, m, predict={"first_drop_times": wrong}).verdict == "fails"
     # a prediction interpolated between GD steps less accurately than a tenth of the claimed
     # accuracy leaves the verdict undecided
-    consts = c.constants(s)
-    monkeypatch.setattr(dtt, "first_drop_gd_error", lambda *a, **k: [0.01] * s.seeds)
+    consts = {**c.constants(s), "first_drop_interpolation_error": [0.01] * s.seeds}
     v = judge_claim(c, s, m, constants=consts)
     assert v.verdict == "inconclusive" and any("interpolated between GD steps" in r for r in v.reasons), v.summary()
 
@@ -201,3 +200,16 @@ def test_first_drop_of_gd_on_the_reduction_tends_to_the_flows_with_a_lag_of_orde
     assert np.all((ratios > 3.0) & (ratios < 5.0)), ratios
     with pytest.raises(NumericalTrouble):  # the first step overflows: not counted as a drop
         dt.first_drop_gd(s.lambdas, s.N, heads, 1e300, 1000)
+
+
+def test_drop_times_prediction_sees_a_planted_theory_error_after_a_clean_run():
+    """Nothing computed before a planted theory error is reused under it (same process)."""
+    from icltheory import testing as itest
+
+    c = get_claim("linattn.separate.drop-times")
+    s = c.setting({"profile": "quick"})
+    clean = c.constants(s)["first_drop_times"]
+    error = next(e for e in c.planted_errors if "residual" in e.target)
+    with itest.planted(error):
+        planted = c.constants(s)["first_drop_times"]
+    assert all(abs(a / b - 1) > 0.05 for a, b in zip(planted, clean)), (planted, clean)

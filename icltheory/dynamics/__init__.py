@@ -28,3 +28,4 @@ from ._batched import integrate_batch as integrate_batch
 from ._batched import BatchRun as BatchRun
 from ._batched import DenseNewton as DenseNewton
 from ._batched import batch_work as batch_work
+from ._batched import BLAS3_WORK as BLAS3_WORK

@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["integrate_batch", "batch_work", "BatchRun", "BatchWork", "DenseNewton", "NDF_KAPPA",
-           "ITERATION_OVERHEAD"]
+           "ITERATION_OVERHEAD", "BLAS3_WORK"]
 
 MAX_ORDER = 5
 #: the NDF corrections κ_k, k = 1..5 (Shampine & Reichelt, Table 1; κ_5 = 0: BDF5)
@@ -58,6 +58,10 @@ _MIN_INCREASE = 1.0
 #: dense output — measured on Figs. 3 and 4's flows at small D, where it dominates; at the ≈ 1e9
 #: flop-equivalents per second the budgets assume)
 ITERATION_OVERHEAD = 2e6
+#: flop-equivalents per flop of a batched BLAS-3 kernel (matrix products of many rows at once, a
+#: batched inverse): such kernels run ≈ 20× faster than the ≈ 1e9 flop-equivalents per second the
+#: budgets assume (measured on the finite-sample flow's Jacobian and inverse, D = 4 … 7)
+BLAS3_WORK = 0.05
 
 _K = MAX_ORDER + 1  # differences 0..k used by the predictor and the dense output
 _J = np.arange(_K)
@@ -108,7 +112,7 @@ class DenseNewton:
         self.n = n
         self.rows = np.arange(rows)
         #: flop-equivalents per row of one factorisation (its Jacobian included) and one solve
-        self.factor_cost = jac_cost + 2.0 * n**3
+        self.factor_cost = jac_cost + BLAS3_WORK * 2.0 * n**3
         self.solve_cost = 2.0 * n * n
 
     def select(self, rows: np.ndarray, cols: np.ndarray | None = None) -> None:

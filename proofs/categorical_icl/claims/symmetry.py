@@ -235,8 +235,9 @@ class Stationarity(Claim):
     def estimate(self, s):
         D = s.d + 3 * s.dprime
         # one prompt's forward and backward pass (≈ 0.6 × this count per measured second at the
-        # budgets' 1e9 per second: small batched matrix products)
-        per = 0.6 * (s.K * (s.N + 1) * s.N * D * 30 + s.K * (s.N + 1) * D * D * 10)
+        # budgets' 1e9 per second: small batched matrix products), and at least ≈ 20 µs (the
+        # per-prompt arrays of every block and head: measured at the smallest sizes)
+        per = max(0.6 * (s.K * (s.N + 1) * s.N * D * 30 + s.K * (s.N + 1) * D * D * 10), 2e4)
         P = s.K * (2 * s.d + s.dprime) * D
         # the fit (ex.stationarity.fit_structured): ≈ 48 L-BFGS evaluations and a forward-
         # difference Hessian (one evaluation per in-S coordinate) on a sub-sample of ≤ 600 pairs,

@@ -8,7 +8,7 @@ import numpy as np
 
 from icltheory.backends import get_backend
 from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_module
-from icltheory.dynamics import batch_work
+from icltheory.dynamics import BLAS3_WORK, batch_work
 
 from ..settings import RankSetting, SeparateSetting, typical_scale
 from ._common import ARXIV, SOLVER_MARGIN, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
@@ -177,17 +177,19 @@ def _solver_accurate(ctx, ra, drops, label: str) -> bool:
     return ok
 
 
-def _fine_resolution_ok(ra, drops, rows: list[int]) -> bool:
-    """Whether the flow's measured loss-curve error on ``rows`` (from its re-solve, as in
-    :func:`_solver_accurate`) is :data:`SOLVER_MARGIN` × below :data:`_FINE_RESOLUTION` × the
-    row's loss range (and half the smallest drop), so that the fine reading stands on it."""
+def _fine_resolution_error(ra, drops, rows: list[int]) -> float:
+    """The flow's measured loss-curve error on ``rows`` (from its re-solve, as in
+    :func:`_solver_accurate`: a record's difference as a loss, or where the curve descends as the
+    equivalent shift in ln t over the record spacing, whichever is smaller) in units of
+    :data:`_FINE_RESOLUTION` × the row's loss range (or half the smallest drop); inf without a
+    re-solve.  The fine reading stands on it when it is ≤ 1 / :data:`SOLVER_MARGIN`."""
     acc = ra.solver.get("accuracy") if ra.solver is not None else None
     if acc is None:
-        return False
+        return math.inf
     span = ra.loss[:, 0] - np.min(ra.loss, axis=1)
     res_l = np.minimum(_FINE_RESOLUTION * span, 0.5 * float(np.min(drops)))
     curve = _curve_error(ra.t, ra.loss, acc["loss_delta"], float(acc["record_spacing"]), res_l)
-    return bool(np.all(SOLVER_MARGIN * curve[rows] <= 1.0))
+    return float(np.max(curve[rows]))
 
 
 def _flow_steps(s, n_learn: int, R: int = 1, rtol: float | None = None) -> float:
@@ -219,19 +221,21 @@ def _flow_work(s, rows) -> float:
 
 def _fs_flow_work(s, n_learn: int) -> float:
     """Work of simulator (b)'s flow and its re-solve: dense iteration matrices of n = H(D+1)(1+R)
-    + HRD states, the Jacobian by n + 1 evaluations of the O(F²) field, F = (D+1)²D."""
+    + HRD states, the Jacobian by n + 1 evaluations of the O(F²) field, F = (D+1)²D, in one
+    batched product, and the batched inverse (both BLAS-3: :data:`icltheory.dynamics.BLAS3_WORK`),
+    as the run counts them."""
     F = (s.D + 1) ** 2 * s.D
     n = s.H * (s.D + 1) * (1 + s.R) + s.H * s.R * s.D
     steps = [_flow_steps(s, n_learn, s.R, rtol) for rtol in (s.rtol, s.rtol / ex.flows.CHECK_FACTOR)]
-    return batch_work(steps, fun_cost=4.0 * F * F, factor_cost=(n + 1) * 4.0 * F * F + 2.0 * n**3,
-                      solve_cost=2.0 * n * n)
+    return batch_work(steps, fun_cost=4.0 * F * F,
+                      factor_cost=BLAS3_WORK * ((n + 1) * 4.0 * F * F + 2.0 * n**3), solve_cost=2.0 * n * n)
 
 
 #: the loss-range fraction a drop needs to be resolved (the plateau detectors' min_drop): the
 #: figure's resolution, what a reader sees on a linear loss axis
 _RESOLUTION = 0.03
 #: the finer drop resolution an adaptively integrated flow is also read at (its loss curve is
-#: accurate to far below it: checked per row by :func:`_fine_resolution_ok`); used for a rank's
+#: accurate to far below it: checked per row by :func:`_fine_resolution_error`); used for a rank's
 #: rows only where the rank-R picture predicts no follower lagging visibly (:func:`_follower_lags`),
 #: since below the figure's resolution such a lag shows as a plateau of its own
 _FINE_RESOLUTION = 1e-3
@@ -407,11 +411,13 @@ class SaddleToSaddle(Claim):
         if s.integrator == "flow":
             n_learn = min(s.D, s.H * s.R)
             a = _flow_work(s, [(s.R, n_learn)] * s.seeds)
-            b = s.fs_seeds * (2.0 * s.P * F * F + _fs_flow_work(s, n_learn)) if s.fs_seeds else 0.0
+            # (b): the training set's moments (one BLAS-3 product ZᵀZ over P sequences), then its flow
+            b = (s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + _fs_flow_work(s, n_learn))
+                 if s.fs_seeds else 0.0)
             return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
                         what=f"adaptive flow × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
         a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
-        b = s.fs_seeds * (2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if s.fs_seeds else 0.0
+        b = s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if s.fs_seeds else 0.0
         return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
                     what=f"≤ {s.steps} GD steps × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
 
@@ -681,15 +687,17 @@ class RankPlateaus(Claim):
             # figure's
             rows = list(range(j * s.seeds, (j + 1) * s.seeds))
             followers_lag = [m_ for m_, v in lags.items() if v >= _MIN_GAP / 4]
-            fine = (rd.plateaus_fine is not None and not followers_lag
-                    and _fine_resolution_ok(ra, rd.drops, rows))
+            fine_error = _fine_resolution_error(ra, rd.drops, rows) if rd.plateaus_fine is not None else math.inf
+            fine = not followers_lag and SOLVER_MARGIN * fine_error <= 1.0
             res = _FINE_RESOLUTION if fine else _RESOLUTION
             readings = rd.plateaus_fine if fine else rd.plateaus
             resolutions[f"R={R}"] = {
                 "drop_resolution": res,
+                "solver_error_in_fine_units": fine_error if math.isfinite(fine_error) else None,
                 "why": ("the flow's fine reading: no follower is predicted to lag its leader by ≥ "
-                        f"{_MIN_GAP / 4:g} in ln t, and the solver's measured loss error is ≥ {SOLVER_MARGIN:g}× "
-                        "below it" if fine else
+                        f"{_MIN_GAP / 4:g} in ln t, and the solver's measured loss-curve error (as a loss, or as "
+                        f"the equivalent shift in ln t where the curve descends) is ≥ {SOLVER_MARGIN:g}× below it"
+                        if fine else
                         f"the figure's: follower(s) at m = {followers_lag} predicted to lag by ≥ {_MIN_GAP / 4:g} "
                         "in ln t, whose own drops a finer reading would show" if followers_lag else
                         "the figure's: the run has no fine reading the solver's accuracy supports")}

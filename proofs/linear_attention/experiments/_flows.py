@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from icltheory.core import NumericalTrouble
-from icltheory.dynamics import compare_solutions, integrate_flow
+from icltheory.dynamics import BLAS3_WORK, compare_solutions, integrate_flow
 
 from . import _population as pop
 from . import _models as models
@@ -272,11 +272,11 @@ class SeparateHeadsNewton:
         """Flop-equivalents per row of rank R (the interpreter's per-call overhead is the
         integrator's): the field, a factorisation (block inverses, Gram assembly, the m×m inverse)
         and a solve (block solves, the low-rank correction) — batched small products counted at
-        half their flops, the m×m inverse and the D⁴ assembly (BLAS-3) at a twentieth (measured:
+        half their flops, the m×m inverse and the D⁴ assembly (BLAS-3) at ``BLAS3_WORK`` (measured:
         ``benchmarks/bench_adaptive.py`` prints the counted work against the time taken)."""
         n, m = H + 2 * H * R * D, 2 * H + D * D
         return (4.0 * H * R * D * D,
-                0.05 * (2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3) + 4.0 * n * D,
+                BLAS3_WORK * (2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3) + 4.0 * n * D,
                 2.0 * H * R * (2 * D) ** 2 + 4.0 * n * D + 2.0 * m * m)
 
     @property
@@ -837,7 +837,7 @@ def finite_sample_separate_flow(moments, params: dict, lam, N: int, *, H: int, t
 
     grid = np.concatenate([[0.0], np.geomspace(t_first, t_end, max(2, int(math.ceil(per_decade * math.log10(t_end / t_first))) + 1))])
     run = integrate_batch(fun, np.repeat(y0[None], nb, axis=0),
-                          newton=DenseNewton(jac, nb, n, jac_cost=(n + 1) * 4.0 * F * F), t_bound=bound, rtol=tol, atol=atol_rel * scale * tol / rtol, first_step=min(t_first, t_end),
+                          newton=DenseNewton(jac, nb, n, jac_cost=BLAS3_WORK * (n + 1) * 4.0 * F * F), t_bound=bound, rtol=tol, atol=atol_rel * scale * tol / rtol, first_step=min(t_first, t_end),
                           record=grid, observe=observe, events=events, control=control, fun_cost=4.0 * F * F,
                           budget=budget, latest=True, tick=tick, what="finite-sample gradient flow")
     T = float(run.t_end[0])

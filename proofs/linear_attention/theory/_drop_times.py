@@ -33,7 +33,7 @@ from icltheory.symbolic import lowered
 from . import _population as popm
 from ._paper import paper
 
-__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd", "first_drop_gd_error",
+__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd", "first_drop_gd_error", "first_drop_gd_with_error",
            "first_drop_error", "learned_scales", "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
@@ -201,24 +201,14 @@ def first_drop_gd_error(lambdas, N: int, heads: dict, lr: float, max_steps: int)
     return _first_drop_gd(lambdas, N, heads, lr, max_steps)[1]
 
 
-#: the last few results of :func:`_first_drop_gd` (its prediction and its error are asked for
-#: separately, on the same arguments; the map is a step-by-step loop, so it is not run twice)
-_GD_CACHE: dict = {}
+def first_drop_gd_with_error(lambdas, N: int, heads: dict, lr: float,
+                             max_steps: int) -> tuple[list[float], list[float]]:
+    """:func:`first_drop_gd` and :func:`first_drop_gd_error` from one run of the map (it is a
+    step-by-step loop)."""
+    return _first_drop_gd(lambdas, N, heads, lr, max_steps)
 
 
 def _first_drop_gd(lambdas, N, heads, lr, max_steps):
-    arrays = [np.asarray(heads[x], dtype=float) for x in ("v", "K", "Q")]
-    key = (tuple(float(x) for x in np.ravel(lambdas)), int(N), float(lr), int(max_steps),
-           tuple((a.shape, a.tobytes()) for a in arrays))
-    if key not in _GD_CACHE:
-        if len(_GD_CACHE) >= 8:
-            _GD_CACHE.pop(next(iter(_GD_CACHE)))
-        _GD_CACHE[key] = _first_drop_gd_run(lambdas, N, heads, lr, max_steps)
-    out, err = _GD_CACHE[key]
-    return list(out), list(err)
-
-
-def _first_drop_gd_run(lambdas, N, heads, lr, max_steps):
     lam, c = _c(lambdas, N)
     ode = drop_time_ode()
     mstar = 1.0 / (lam * c)
