@@ -33,8 +33,8 @@ from icltheory.symbolic import lowered
 from . import _population as popm
 from ._paper import paper
 
-__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd", "first_drop_gd_error", "first_drop_gd_with_error",
-           "first_drop_error", "learned_scales", "ODE_RTOL"]
+__all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd",
+           "first_drop_gd_with_error", "first_drop_error", "learned_scales", "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
 ODE_RTOL = 1e-10
@@ -194,17 +194,12 @@ def first_drop_gd(lambdas, N: int, heads: dict, lr: float, max_steps: int) -> li
     return _first_drop_gd(lambdas, N, heads, lr, max_steps)[0]
 
 
-def first_drop_gd_error(lambdas, N: int, heads: dict, lr: float, max_steps: int) -> list[float]:
-    """Per seed: the measured interpolation error of :func:`first_drop_gd`, relative — how far the
-    crossing moves when the last three steps' values are interpolated by a parabola instead of
-    the last two by a line (0 where there is no drop or fewer than three steps)."""
-    return _first_drop_gd(lambdas, N, heads, lr, max_steps)[1]
-
-
 def first_drop_gd_with_error(lambdas, N: int, heads: dict, lr: float,
                              max_steps: int) -> tuple[list[float], list[float]]:
-    """:func:`first_drop_gd` and :func:`first_drop_gd_error` from one run of the map (it is a
-    step-by-step loop)."""
+    """:func:`first_drop_gd` and, per seed, its measured interpolation error, relative — how far
+    the crossing moves when the last three steps' values are interpolated by a parabola instead
+    of the last two by a line (0 where there is no drop or fewer than three steps) — from one run
+    of the map (a step-by-step loop)."""
     return _first_drop_gd(lambdas, N, heads, lr, max_steps)
 
 
