@@ -521,3 +521,34 @@ def test_near_tie_learned_in_one_drop_is_not_a_violation():
                                 "lambdas": "0.1519634554666161,0.5368720709212438,0.15073377329569085"}))
     assert v.verdict == "inconclusive", v.summary()
     assert any("within one drop" in r for r in v.reasons), v.reasons
+
+
+def test_init_premise_is_checked_before_integrating_and_names_a_w_init_that_meets_it():
+    """An init that starts the loss more than half the smallest drop below tr Λ (λ_min = 1e-4
+    at the default init) is found from the drawn weights before any flow runs, and the
+    w_init the verdict names meets the premise for the same draws (M_0 scales as w_init³)."""
+    from icltheory.core import get_claim, judge_claim, measure_claim
+    from proofs.linear_attention import experiments as ex
+    from proofs.linear_attention.claims import dynamics
+
+    keys = {"profile": "quick", "D": 5, "N": 20, "lambdas": "0.5,0.0594604,0.00707107,0.0008409,0.0001"}
+    for cid, extra in (("linattn.separate.saddle-to-saddle", {}), ("linattn.separate.rank", {"w_init": 0.05})):
+        c = get_claim(cid)
+        s = c.setting(dict(keys, **extra))
+        m = measure_claim(c, s)
+        assert set(m.values) == {"premise"}, sorted(m.values)
+        v = judge_claim(c, s, m)
+        assert v.verdict == "inconclusive" and any("found before integrating" in r for r in v.reasons), v.reasons
+    s = get_claim("linattn.separate.saddle-to-saddle").setting(keys)
+    p0 = ex.training.init_separate(np.random.default_rng(3), 8, s.H, s.R, s.D, s.w_init)
+    pre = dynamics._init_premise(s, p0)
+    assert pre is not None and pre["deficit"] > pre["limit"]
+    w = pre["w_init_suggested"]
+    assert 0 < w < s.w_init
+    s2 = get_claim("linattn.separate.saddle-to-saddle").setting(dict(keys, w_init=w))
+    r = w / s.w_init
+    assert dynamics._init_premise(s2, {k: v * r for k, v in p0.items()}) is None
+    # the defaults meet it: the flow runs
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    p_def = ex.training.init_separate(np.random.default_rng(3), 2, 5, 1, 4, c.setting({"profile": "quick"}).w_init)
+    assert dynamics._init_premise(c.setting({"profile": "quick"}), p_def) is None

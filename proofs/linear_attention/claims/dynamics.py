@@ -364,14 +364,45 @@ def _u0(s, ranks) -> float:
     return max(typical_scale(s.w_init, R, s.D) / p.v_star(l, c) for R in ranks for l, c in zip(s.lambdas, s.c()))
 
 
-def _init_small(ctx, reading, lam) -> bool:
-    """A plateau at L(M_0) needs the init to start closer to M_0 than half the smallest drop."""
-    deficit = float(np.max(np.sum(lam) - reading.initial_loss))
-    if deficit <= 0.5 * float(np.min(reading.drops)):
-        return True
-    ctx.inconclusive(f"init not small for this spectrum: the loss starts {deficit:.3g} below tr Λ, more than "
-                     "half the smallest drop — no saddle plateau at L(M_0) to test; lower w_init")
-    return False
+#: a plateau at L(M_0) needs the drawn init to start the loss closer to tr Λ than this fraction
+#: of the smallest drop
+_DEFICIT_MAX = 0.5
+
+
+def _init_premise(s, p0) -> dict | None:
+    """Measured before anything is integrated: whether the drawn init starts the loss closer to
+    tr Λ than half the smallest drop (else there is no saddle plateau at L(M_0) to test), from
+    the experiment's population loss at the init's relevant block M_0 and its drops.  ``None``
+    when it does; otherwise what was found and the w_init that would do.  Scaling every weight
+    by r scales M_0 by r³: the loss's part linear in M_0, (L(−M_0) − L(M_0))/2, by r³ and its
+    quadratic part (≥ 0) by r⁶, so at w_init·r the deficit is at most r³ × the linear part; the
+    suggested w_init puts that bound at half the allowed deficit."""
+    lam = np.asarray(s.lam, float)
+    M0 = ex.training.relevant_block(p0)
+    loss0 = ex.population.population_mse(M0, lam, s.N)
+    deficit = float(np.max(np.sum(lam) - loss0))
+    drops = ex.population.direction_drops(lam, s.N)
+    limit = _DEFICIT_MAX * float(np.min(drops))
+    if deficit <= limit:
+        return None
+    linear = float(np.max(0.5 * (ex.population.population_mse(-M0, lam, s.N) - loss0)))
+    w_ok = s.w_init * (0.5 * limit / linear) ** (1.0 / 3.0) if linear > 0 else None
+    return {"deficit": deficit, "limit": limit, "drops": drops, "w_init": s.w_init, "w_init_suggested": w_ok}
+
+
+def _premise_failed(ctx, pre: dict) -> None:
+    """The verdict of a run stopped by :func:`_init_premise` (inconclusive, naming the w_init)."""
+    ctx.measure("initial_loss_deficit", pre["deficit"])
+    ctx.inconclusive(f"init not small for this spectrum: at w_init = {pre['w_init']:.4g} the loss starts "
+                     f"{pre['deficit']:.3g} below tr Λ, more than half the smallest drop ({2 * pre['limit']:.3g}) — "
+                     "no saddle plateau at L(M_0) to test (found before integrating: nothing was run); "
+                     + (f"w_init ≤ {pre['w_init_suggested']:.3g} would do (the deficit's leading part scales as "
+                        "w_init³)" if pre["w_init_suggested"] else "lower w_init"))
+
+
+def _smaller_init(s, u0: float, u0_max: float) -> str:
+    """The w_init at which u0 (linear in w_init) is half its allowed value."""
+    return f"w_init ≤ {s.w_init * 0.5 * u0_max / u0:.3g} would do (u0 is linear in w_init)"
 
 
 class SaddleToSaddle(Claim):
@@ -424,6 +455,9 @@ class SaddleToSaddle(Claim):
     def measure(self, s, run) -> dict:
         n_learn = min(s.D, s.H * s.R)  # what H heads of rank R can hold: rank(M) ≤ H·R
         p0 = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init)
+        pre = _init_premise(s, p0)
+        if pre is not None:
+            return {"premise": pre}
         ra, reading, controls = _population_run(s, run, p0, n_learn, settle=1.0)
         out = {"run": ra, "reading": reading, "controls": controls, "fs": []}
         pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
@@ -451,14 +485,26 @@ class SaddleToSaddle(Claim):
             out["fs"].append((rb, ex.analysis.read_run(rb, s.lam, s.N)))
         return out
 
+    @staticmethod
+    def _drop_sizes(s, pred, drops, ctx) -> None:
+        ctx.close("drop sizes λ_d/c_d along the predicted order", judges=("drop_sizes", "drop_order"),
+                  predicted=pred["drop_sizes"][: len(pred["drop_order"])],
+                  measured=[float(drops[int(round(d))]) for d in pred["drop_order"]],
+                  rtol=1e-10, atol=1e-12 * float(np.sum(s.lam)),
+                  why="each direction's drop L(0) − L(m*_d e_de_dᵀ) from the experiment's moments, float64")
+
     def judge(self, s, pred, m, ctx) -> None:
-        ra, rd = m["run"], m["reading"]
         lam = s.lam
         bad = [x for x in pred["drop_order"] if not (float(x).is_integer() and 0 <= x < s.D)]
         if bad:
             from icltheory.core import BadInput
 
             raise BadInput(f"--predict drop_order: eigen-indices must be integers in 0..{s.D - 1}, got {bad}")
+        if "premise" in m:
+            self._drop_sizes(s, pred, m["premise"]["drops"], ctx)
+            _premise_failed(ctx, m["premise"])
+            return
+        ra, rd = m["run"], m["reading"]
         n_pred = int(round(float(pred["n_drops"])))
         usable, capped = _simulator_ok(ctx, s, ra, drops=rd.drops)
         if not usable:
@@ -473,17 +519,11 @@ class SaddleToSaddle(Claim):
         else:
             ctx.measure("simulator_a_steps", ra.steps)
             ctx.measure("lr", s.lr)
-        ctx.close("drop sizes λ_d/c_d along the predicted order", judges=("drop_sizes", "drop_order"),
-                  predicted=pred["drop_sizes"][: len(pred["drop_order"])],
-                  measured=[float(rd.drops[int(round(d))]) for d in pred["drop_order"]],
-                  rtol=1e-10, atol=1e-12 * float(lam.sum()),
-                  why="each direction's drop L(0) − L(m*_d e_de_dᵀ) from the experiment's moments, float64")
-        if not _init_small(ctx, rd, lam):
-            return
+        self._drop_sizes(s, pred, rd.drops, ctx)
         u0 = _u0(s, [s.R])
         if u0 > 0.25:
             ctx.inconclusive(f"init not small: u0 = (λc)^(1/3)·v0 = {u0:.3g} > 0.25 of the way to the learned value "
-                             "for the top direction — no long saddle plateau to escape from; lower w_init")
+                             f"for the top direction — no long saddle plateau to escape from; {_smaller_init(s, u0, 0.25)}")
             return
         for k in range(s.seeds):
             label = f"(a) population {'gradient flow' if s.integrator == 'flow' else 'GD'}, seed {k}"
@@ -637,12 +677,18 @@ class RankPlateaus(Claim):
     def measure(self, s, run) -> dict:
         axis = [R for R in s.ranks for _ in range(s.seeds)]
         p0 = ex.training.init_separate(run.rng(2), len(axis), s.H, axis, s.D, s.w_init)
+        pre = _init_premise(s, p0)
+        if pre is not None:
+            return {"premise": pre}
         n_learn = np.array([min(s.D, s.H * R) for R in axis])
         ra, reading, controls = _population_run(s, run, p0, n_learn, settle=0.25)
         groups = [ex.analysis.head_groups(ra, k, reading.times[k], share=_SHARE) for k in range(len(axis))]
         return {"run": ra, "reading": reading, "controls": controls, "groups": groups}
 
     def judge(self, s, pred, m, ctx) -> None:
+        if "premise" in m:
+            _premise_failed(ctx, m["premise"])
+            return
         ra, rd = m["run"], m["reading"]
         lam = s.lam
         po = [int(round(x)) for x in pred["drop_order"]]
@@ -654,13 +700,11 @@ class RankPlateaus(Claim):
         if s.integrator == "flow":
             ctx.measure("integrator", _solver_record(ra.solver))
         ctx.measure("plateaus", [[p.as_dict() for p in row] for row in rd.plateaus])
-        if not _init_small(ctx, rd, lam):
-            return
         u0 = _u0(s, s.ranks)
         if u0 > _U0_MAX:
             ctx.inconclusive(f"init not small for rank-R stages: u0 = (λc)^(1/3)·v0 = {u0:.3g} > {_U0_MAX:g} — a head's "
                              "smaller directions then lag its escape by a plateau of their own (Fig. 4's regime: "
-                             "u0 ≈ 0.002–0.01); lower w_init")
+                             f"u0 ≈ 0.002–0.01); {_smaller_init(s, u0, _U0_MAX)}")
             return
         why = ("a clear plateau: between two consecutive learning times the loss's descent rate in ln t stays "
                "below a tenth of both drops' rates for ≥ 2 × the drops' width and ≥ 0.1 in ln t, and the drops on "

@@ -26,7 +26,7 @@ from icltheory.dynamics import run_gd, threshold_times
 from . import _population as pop
 from ._models import NUMPY, QuadraticMoments, SeparateHeads, label_block
 
-__all__ = ["init_separate", "swap_directions", "scaled_copies", "Run", "train_quadratic", "separate_population_gd",
+__all__ = ["relevant_block", "init_separate", "swap_directions", "scaled_copies", "Run", "train_quadratic", "separate_population_gd",
            "finite_sample_separate", "learned_fractions", "learning_times"]
 
 
@@ -51,6 +51,18 @@ def init_separate(rng: np.random.Generator, S: int, H: int, ranks, D: int, w_ini
     Kf = np.zeros((S, H, Rmax, D + 1))
     Kf[:, :, :, :D] = K
     return {"r": r, "K": Kf, "Q": Q}
+
+
+def relevant_block(params: dict) -> np.ndarray:
+    r"""$M=\sum_{h,r}v_hK_{h,r}^\top Q_{h,r}$ (rows, D, D): the relevant block of ATTN_S's
+    seed rows at weights ``params`` (as :func:`init_separate` makes them, value ``r[..., 0]``)."""
+    v = np.asarray(params["r"][:, :, 0], float)
+    S, H = v.shape
+    K = np.asarray(params["K"], float)
+    Q = np.asarray(params["Q"], float)
+    R, D = K.shape[2], K.shape[3]
+    vr = np.repeat(v, R, axis=1)[:, :, None]
+    return np.swapaxes(vr * K.reshape(S, H * R, D), 1, 2) @ Q.reshape(S, H * R, D)
 
 
 def swap_directions(params: dict, rows, pairs) -> dict:
