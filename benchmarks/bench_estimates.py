@@ -69,7 +69,7 @@ def _claim_rows(claim, a) -> list[float]:
     _one(claim, base, base, rows)
 
     @seed(a.seed)
-    @settings(max_examples=a.draws, deadline=None, database=None,
+    @settings(max_examples=max(a.draws, 1), deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(valid_settings(claim, profile=a.profile))
     def draw(s):

@@ -7,7 +7,7 @@ import numpy as np
 
 from icltheory.core import Plot, Series
 
-__all__ = ["ARXIV", "IDENTITY_WHY", "SOLVER_MARGIN", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
+__all__ = ["ARXIV", "IDENTITY_WHY", "ROW_STEP_WORK", "SOLVER_MARGIN", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
            "judge_order", "judge_visits", "judge_path_levels", "loss_plot", "steps_work"]
 
 ARXIV = "arXiv 2501.16265 (Zhang, Singh, Latham, Saxe, ICML 2025)"
@@ -25,6 +25,10 @@ SOLVER_MARGIN = 10.0
 #: flop-equivalents of one Python-level GD step (interpreter and numpy call overhead ≈ 20 µs at
 #: the ≈ 1e9 flop-equivalents per second the profiles' budgets assume)
 STEP_WORK = 2e4
+#: flop-equivalents per seed row and step of the batched population GD loops that record their
+#: loss (ATTN_M on population moments, ATTN_S's population GD): ≈ 45 µs per row-step measured at
+#: D = 4 (``benchmarks/bench_estimates.py``); their flop counts take over at large D
+ROW_STEP_WORK = 4.5e4
 
 
 def steps_work(steps: float, per_step_flops: float) -> float:

@@ -15,7 +15,7 @@ import numpy as np
 from icltheory.core import Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings_init import LAZY_WINDOW, LazyInitScaleSetting
-from ._common import steps_work
+from ._common import ROW_STEP_WORK, steps_work
 from ._planted import EXPERIMENTS, THEORY
 from .scalar import InitScale
 
@@ -84,7 +84,7 @@ class InitScaleWithLazy(InitScale):
     def estimate(self, s) -> Cost:
         base = super().estimate(s)
         rows = len(s.lazy_scales)
-        work = steps_work(s.steps_lazy, rows * s.D * s.D * s.D * 16)
+        work = steps_work(s.steps_lazy, rows * max(ROW_STEP_WORK, s.D * s.D * s.D * 16))
         mem = 8.0 * rows * s.steps_lazy * (s.D**2 * 2 + s.D + 2)
         return Cost(work=base.work + work, memory=base.memory + mem,
                     what=base.what + f"; {s.steps_lazy} GD steps × {rows} large-init scales")

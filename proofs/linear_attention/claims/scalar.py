@@ -9,7 +9,7 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings import InitScaleSetting, ScalarOdeSetting
-from ._common import ARXIV, plot_indices, steps_work
+from ._common import ARXIV, ROW_STEP_WORK, plot_indices, steps_work
 from ._planted import C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1, THEORY
 
 theory = lazy_module("proofs.linear_attention.theory")
@@ -212,8 +212,13 @@ class InitScale(Claim):
 
     def estimate(self, s) -> Cost:
         rows = s.seeds * 4
-        work = steps_work(s.steps_merged, rows * s.H_merged * s.D**2 * 8) + steps_work(
-            s.steps_separate, rows * s.H * s.R * s.D**2 * 12)
+        # the ATTN_M run stops once converged: measured at 0.3–1 × 3(ln(1/w_min) + 5)/‖Λ²‖_F τ, the
+        # step cap's sixteenth, which is counted
+        g = math.sqrt(math.fsum(float(x) ** 4 for x in s.lambdas))
+        w_min = s.w_init_merged * min(s.SCALES_M)
+        merged = min(float(s.steps_merged), 3.0 * (math.log(1.0 / w_min) + 5.0) / g / s.lr_merged)
+        work = steps_work(merged, rows * max(ROW_STEP_WORK, s.H_merged * s.D**2 * 8)) + steps_work(
+            s.steps_separate, rows * max(ROW_STEP_WORK, s.H * s.R * s.D**2 * 12))
         return Cost(work=work, memory=8.0 * rows * (s.steps_separate * (s.D**2 + 1) + s.steps_merged) * 2,
                     what=f"≤ {s.steps_merged} + {s.steps_separate} GD steps × {rows} runs")
 
