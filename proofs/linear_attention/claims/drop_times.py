@@ -151,7 +151,7 @@ class DropTimes(Claim):
                              f"relative, not {SOLVER_MARGIN:g}× below the claimed accuracy {sharpest:g} (lower lr)")
             return
         # the flow (DOP853) gives the informational flow times and later drops; its error is recorded
-        ode_err = dt_theory.first_drop_error(s.lambdas, s.N, self._heads(s), 4 * s.steps * s.lr)
+        flow, ode_err = dt_theory.first_drop_flow(s.lambdas, s.N, self._heads(s), 4 * s.steps * s.lr)
         ctx.evidence["flow_first_drop_solver_error"] = [float(e) if math.isfinite(e) else None for e in ode_err]
         order = float((s.w_init / np.min(dt_theory.learned_scales(s.lambdas, s.N))) ** 2)
         ctx.evidence["reduction_error_order"] = order
@@ -224,11 +224,10 @@ class DropTimes(Claim):
                           f"{float(m['spread'][d]):.3g} of direction {d}'s growth rate E[y_q β_d x_q,d] in the data, "
                           f"× the drop time); the {margin:.3g} τ left by the population run's error is "
                           f"{margin / sig:.3g} of it: false-fail {ff:.2g}")
-        flow = dt_theory.drop_times(s.lambdas, s.N, self._heads(s), 4 * s.steps * s.lr, n_drops=1)
-        ctx.evidence["first_drop_times_flow"] = [float(r[0]) if r else None for r in flow]
+        ctx.evidence["first_drop_times_flow"] = flow
         ctx.note("GD's lag behind its flow, predicted: the per-head ODE's own first drops (the flow, "
                  "`first_drop_times_flow`) come before GD's at step η by "
-                 + ", ".join(f"{100 * (a / r[0] - 1):.2g} %" for a, r in zip(first, flow) if r and math.isfinite(a))
+                 + ", ".join(f"{100 * (a / r - 1):.2g} %" for a, r in zip(first, flow) if r and math.isfinite(a))
                  + " (seed by seed); the prediction is GD's.")
         ctx.measure("first_drop_times_finite_sample", fs_first)
         ctx.measure("first_drop_times_population", pop_first)

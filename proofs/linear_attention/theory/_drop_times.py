@@ -34,7 +34,7 @@ from . import _population as popm
 from ._paper import paper
 
 __all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd",
-           "first_drop_gd_with_error", "first_drop_error", "learned_scales", "ODE_RTOL"]
+           "first_drop_gd_with_error", "first_drop_flow", "learned_scales", "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
 ODE_RTOL = 1e-10
@@ -245,16 +245,18 @@ def _first_drop_gd(lambdas, N, heads, lr, max_steps):
     return [float(x) for x in out], [float(x) for x in err]
 
 
-def first_drop_error(lambdas, N: int, heads: dict, horizon: float, factor: float = 10.0) -> list[float]:
-    """The measured numerical error of each seed's first drop time: |ln(T₁/T₁′)|, T₁′ from the
-    same ODE re-solved at ``factor`` × tighter tolerances (0 where neither drops within the
+def first_drop_flow(lambdas, N: int, heads: dict, horizon: float,
+                    factor: float = 10.0) -> tuple[list[float | None], list[float]]:
+    """Each seed's first drop time of the flow (the per-head ODE at :data:`ODE_RTOL`; None where
+    it does not drop within the horizon) and its measured numerical error: |ln(T₁/T₁′)|, T₁′ from
+    the same ODE re-solved at ``factor`` × tighter tolerances (0 where neither drops within the
     horizon, inf where one does and the other does not)."""
     a = drop_times(lambdas, N, heads, horizon, n_drops=1)
     b = drop_times(lambdas, N, heads, horizon, n_drops=1, rtol=ODE_RTOL / factor)
-    out = []
+    err = []
     for x, y in zip(a, b):
-        out.append(0.0 if not x and not y else float("inf") if not x or not y else abs(float(np.log(x[0] / y[0]))))
-    return out
+        err.append(0.0 if not x and not y else float("inf") if not x or not y else abs(float(np.log(x[0] / y[0]))))
+    return [float(x[0]) if x else None for x in a], err
 
 
 def _segment(rhs, y0, t0, horizon, event, args, rtol):
