@@ -125,6 +125,18 @@ def _on_first_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _on_unraisable(unraisable: object) -> None:
+    """Python's hook for exceptions it can only report (raised in a weakref callback or a
+    ``__del__``, e.g. importlib's module-lock cleanup).  The first Ctrl-C raises KeyboardInterrupt
+    from the signal handler wherever the main thread is; landing there, it would print a
+    traceback and be dropped.  It is already recorded (``_interrupted``): say nothing, and the
+    command ends with the one interrupted line and exit 130 when it returns (a second Ctrl-C
+    still leaves at once).  Every other such exception goes to Python's own hook."""
+    if _interrupted and isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]
+
+
 #: BLAS libraries read these once, when NumPy is first imported (after this module)
 _BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -142,6 +154,7 @@ def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
     try:  # (inside the try: a signal may arrive while the handler is being installed)
         _one_blas_thread()
+        sys.unraisablehook = _on_unraisable
         try:
             signal.signal(signal.SIGINT, _on_first_interrupt)
         except (ValueError, OSError):  # pragma: no cover - not the main thread
