@@ -23,7 +23,7 @@ What runs per seed (everything else of the claim is deterministic or judged else
   a θ* fitted once per setting (seed 0) on fresh evaluation batches; ``judge_gradient_tests``
   (at θ* only the symmetry-breaking components: the fitted coordinates' null needs a fresh fit
   per seed);
-* ``catgd.training`` / ``catgd.depth`` — the models trained once (seed 0), re-evaluated on
+* ``catgd.training`` / ``catgd.depth`` / ``catgd.data-thresholds`` — the models trained once (seed 0), re-evaluated on
   fresh test prompts per seed: a false fail is a refuting confidence bound on the wrong side of
   the models' true mean difference (from 50 × as many prompts), the event the claim's
   false-fail probability bounds;
@@ -213,6 +213,27 @@ def _depth(over, seeds):
     yield from _refuting_bounds(c, over, seeds, pairs)
 
 
+def _data_thresholds(over, seeds):
+    c = get_claim("catgd.data-thresholds")
+    s0 = _setting(c.id, over, 0)
+    consts = c.constants(s0)
+    G, T = consts["gd_converged_by"], consts["tf_matches_from"]
+    sizes = [int(v) for v in s0.train_sizes]
+    big = sizes[-1]
+    pairs = []
+    below = [L for L in sizes if L < G]
+    if below and big >= G:
+        La = below[-1]
+        pairs.append((f"GD converged by L={La} (refuting lower bound)",
+                      lambda n, La=La: n[f"GD L={La}"] - n[f"GD L={big}"], "lower"))
+    for L in sizes:
+        if L != T:
+            pairs.append((f"TF {'matching' if L > T else 'not matching'} GD at L={L} "
+                          f"(refuting {'lower' if L > T else 'upper'} bound)",
+                          lambda n, L=L: n[f"TF L={L}"] - n[f"GD L={L}"], "lower" if L > T else "upper"))
+    yield from _refuting_bounds(c, over, seeds, pairs)
+
+
 def _final_attention(over, seeds):
     from scipy import stats
 
@@ -265,6 +286,7 @@ CASES = [
     ("catgd.depth", "defaults", {}, _depth),
     ("catgd.depth", "64 test prompts", {"prompts": 64}, _depth),
     ("catgd.depth", "N=1, 64 test prompts", {"N": 1, "prompts": 64}, _depth),
+    ("catgd.data-thresholds", "defaults", {}, _data_thresholds),
     ("nonlinear.final-attention", "defaults", {}, _final_attention),
     ("nonlinear.final-attention", "200 held-out prompts", {"test_prompts": 200}, _final_attention),
     ("nonlinear.final-attention", "N=41 (shortest in the premise), 500 held out", {"N": 41, "test_prompts": 500},

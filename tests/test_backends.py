@@ -357,7 +357,7 @@ def test_catgd_claims_same_verdict_on_torch(claim_id):
     assert [ch.passed for ch in vn.checks] == [ch.passed for ch in vt.checks]
 
 
-@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth"])
+@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth", "catgd.data-thresholds"])
 def test_catgd_missing_torch_is_one_line_exit_2(claim_id, monkeypatch, capsys):
     monkeypatch.setattr(TorchBackend, "available", classmethod(lambda cls: (False, "needs PyTorch")))
     from icltheory._cli import main as cli

@@ -509,3 +509,98 @@ def test_training_gap_shrinks_is_not_judged_without_a_gap():
     v = _check("catgd.training", profile="quick", N=1)
     shrink = next(c for c in v.checks if c.name.startswith("gap shrinks"))
     assert v.verdict != "fails" and shrink.passed is None and "no gap to shrink" in shrink.detail, v.summary()
+
+
+# ------------------------------------------------------------------ the data thresholds' judge
+
+_CURVES = {  # validation NLL per look: (step, train loss, val loss), with look-to-look noise
+    "improving": [(50 * (i + 1), 0.0, 2.0 - 0.01 * i + 0.01 * (i % 2)) for i in range(40)],
+    "plateau": [(50 * (i + 1), 0.0, 2.0 - 0.02 * min(i, 9) + 0.01 * (i % 2)) for i in range(40)],
+    "past": [(50 * (i + 1), 0.0, 2.0 - 0.02 * min(i, 9) + 0.005 * max(0, i - 9) + 0.01 * (i % 2))
+             for i in range(40)],
+}
+
+
+def _threshold_verdict(sizes, gaps, states, gd_nll=None, n=4000):
+    """The claim's judge on a synthetic measurement: per L the GD model's per-prompt NLL (mean
+    ``gd_nll[L]``, default 1.6), the Transformer's = GD's + ``gaps[L]`` + noise, and each model's
+    training curve shape (``states["GD L=…"]``, default "plateau")."""
+    from icltheory.core import judge_claim
+    from icltheory.core._claim import Measurement
+
+    c = get_claim("catgd.data-thresholds")
+    s = c.setting({"profile": "quick", "train_sizes": ",".join(str(L) for L in sizes)})
+    rng = np.random.default_rng(0)
+    values = {"bayes_accuracy": 0.7, "min_delta": 0.0075}
+    prompt = 0.5 * rng.standard_normal(n)  # the test prompts' own difficulty, shared by every model
+    for L in sizes:
+        gd = (gd_nll or {}).get(L, 1.6) + prompt + 0.05 * rng.standard_normal(n)
+        values[f"GD L={L}"] = {"accuracy": 0.5, "nll_exact": gd, "curve": _CURVES[states.get(f"GD L={L}", "plateau")]}
+        values[f"TF L={L}"] = {"accuracy": 0.5, "nll_exact": gd + gaps[L] + 0.1 * rng.standard_normal(n),
+                               "qk_distance": 0.8, "curve": _CURVES[states.get(f"TF L={L}", "plateau")]}
+    return judge_claim(c, s, Measurement(values))
+
+
+def test_threshold_training_states_are_read_from_the_curve():
+    """A curve still descending is not on its plateau, though single looks rise by its noise; a
+    flat tail is on its plateau but not past its minimum; a rising tail is past it (the trainer's
+    stopping rule, replayed)."""
+    from proofs.categorical_icl.claims.thresholds import _past_minimum, _plateaued
+
+    assert not _plateaued(_CURVES["improving"], 0.0075)
+    assert _plateaued(_CURVES["plateau"], 0.0075) and not _past_minimum(_CURVES["plateau"], 0.0075)
+    assert _plateaued(_CURVES["past"], 0.0075) and _past_minimum(_CURVES["past"], 0.0075)
+
+
+def test_threshold_judge_confirms_refutes_and_abstains_by_training_state():
+    """Holds on the paper's picture; a Transformer that does not match above T fails only when it
+    is past its minimum (a slow slope is no refutation); one that matches below T fails only when
+    the GD model it matches is on its plateau; a gap below T confirms nothing while the
+    Transformer is still improving; GD unconverged at 4096 fails.  (Synthetic measurements: the
+    judge alone, calibrated on outcomes whose truth is known.)"""
+    sizes = (512, 4096, 16384)
+    good = {512: 1.0, 4096: 0.2, 16384: 0.0}
+    assert _threshold_verdict(sizes, good, {}).verdict == "holds"
+    far = {**good, 16384: 0.2}
+    assert _threshold_verdict(sizes, far, {"TF L=16384": "plateau"}).verdict == "inconclusive"
+    assert _threshold_verdict(sizes, far, {"TF L=16384": "past"}).verdict == "fails"
+    early = {**good, 4096: 0.0}
+    assert _threshold_verdict(sizes, early, {}).verdict == "fails"
+    v = _threshold_verdict(sizes, early, {"GD L=4096": "improving"})
+    assert v.verdict == "inconclusive" and any("GD L=4096 is still improving" in c.detail for c in v.checks)
+    assert _threshold_verdict(sizes, good, {"TF L=4096": "improving"}).verdict == "inconclusive"
+    assert _threshold_verdict(sizes, good, {}, gd_nll={4096: 1.8}).verdict == "fails"
+
+
+def test_trainer_stops_where_the_plateau_rule_says():
+    """With ``patience`` the trainer stops at the first look the recorded curve calls a plateau;
+    without it, it runs every step."""
+    from proofs.categorical_icl.claims.thresholds import PATIENCE, SMOOTH, _plateaued
+    from proofs.categorical_icl.experiments import _training as T
+
+    lay = M.layout(2, 2)
+    gen = dict(d=2, N=3, W_true=np.random.default_rng(1).standard_normal((2, 3)), amplitude=10.0, x_dist="cube")
+    data = D.synthetic_dataset(np.random.default_rng(2), 64, **gen)
+    cfg = dict(steps=1000, batch=16, clip=10.0, eval_every=10, lr=3e-2)
+    curve = T.train(T.GDLearner(np.random.default_rng(3), lay, 3, 1, "softmax"), data, data,
+                    np.random.default_rng(4), patience=PATIENCE, smooth=SMOOTH, min_delta=0.01, **cfg)
+    assert curve[-1][0] < 1000 and _plateaued(curve, 0.01) and not _plateaued(curve[:-1], 0.01)
+    full = T.train(T.GDLearner(np.random.default_rng(3), lay, 3, 1, "softmax"), data, data,
+                   np.random.default_rng(4), **cfg)
+    assert full[-1][0] == 1000 and full[:len(curve)] == curve
+
+
+def test_budget_scale_is_stated_and_applied():
+    """A claim's budget scale multiplies its profile's work budget and needs its reason."""
+    from icltheory.core import BUDGETS, Claim, over_budget
+
+    c = get_claim("catgd.data-thresholds")
+    scale, why = c.budget_scale
+    assert scale > 1 and why
+    s = c.setting({"profile": "quick"})
+    assert c.estimate(s).work > BUDGETS["quick"][0] and over_budget(c, s) is None
+    with pytest.raises(TypeError, match="budget_scale"):
+        type("Unexplained", (type(c),), {"id": "testonly.unexplained", "budget_scale": (2.0, "")})
+    with pytest.raises(TypeError, match="budget_scale"):
+        type("Huge", (type(c),), {"id": "testonly.huge", "budget_scale": (50.0, "paper scale")})
+    assert isinstance(c, Claim)

@@ -304,6 +304,7 @@ class Run:
         self.notes: list[str] = []
         self._progress = progress
         self._deadline = deadline
+        self._limit_s = BUDGETS[self.profile][2] if deadline is None else round(deadline - time.monotonic())
 
     def rng(self, *stream: int) -> np.random.Generator:
         """A generator determined by the seed and a stream id (same seed → same numbers;
@@ -320,7 +321,7 @@ class Run:
             raise OverBudget(limit)
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise OverBudget(f"the {self.profile} profile's wall-clock safety limit "
-                             f"({BUDGETS[self.profile][2]:g} s, machine-dependent) was reached"
+                             f"({self._limit_s:g} s, machine-dependent) was reached"
                              + (f" during {what}" if what else ""))
 
     def inconclusive(self, reason: str) -> None:
@@ -378,6 +379,10 @@ class Claim(abc.ABC):
     backends: ClassVar[tuple[str, ...]] = ("numpy",)
     #: legacy: a sentence on the negative control (superseded by ``planted_errors``)
     negative_control: ClassVar[str] = ""
+    #: how many times its profile's work budget (:data:`BUDGETS`) a run of this claim may use,
+    #: with the reason.  1 for every claim except one that trains models at a paper's own scale,
+    #: where a smaller run would not test the paper's statement; such a claim says why here.
+    budget_scale: ClassVar[tuple[float, str]] = (1.0, "")
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -396,6 +401,9 @@ class Claim(abc.ABC):
             raise TypeError(f"claim {cls.id}: no prediction is judged (all informational)")
         if cls.expected_default not in ("holds", "fails", "inconclusive"):
             raise TypeError(f"claim {cls.id}: expected_default must be holds|fails|inconclusive")
+        scale, why = cls.budget_scale
+        if not (1.0 <= scale <= 10.0) or (scale > 1.0 and not why):
+            raise TypeError(f"claim {cls.id}: budget_scale must be in [1, 10], with its reason when above 1")
         for p in cls.planted_errors:
             if not isinstance(p, PlantedError):
                 raise TypeError(f"claim {cls.id}: planted_errors must hold PlantedError")
@@ -559,13 +567,15 @@ def _over_budget(claim: Claim, setting: Setting) -> str | None:
     if cost is None:
         return None
     work, mem, _ = BUDGETS[setting.profile]
+    work *= claim.budget_scale[0]
     what = f" ({cost.what})" if cost.what else ""
     if not (math.isfinite(cost.memory) and cost.memory <= mem):
         return (f"not run: the setting needs about {cost.memory / 2**30:.3g} GiB{what}, over the "
                 f"{setting.profile} profile's {mem / 2**30:.3g} GiB")
     if not (math.isfinite(cost.work) and cost.work <= work):
         return (f"not run: the setting needs about {cost.work:.3g} operations{what}, over the "
-                f"{setting.profile} profile's budget of {work:.3g}")
+                f"{setting.profile} profile's budget of {work:.3g}"
+                + (f" (this claim's: {claim.budget_scale[0]:g}×)" if claim.budget_scale[0] != 1.0 else ""))
     return None
 
 
@@ -584,7 +594,7 @@ def measure_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | Non
         return Measurement({}, [budget] if budget else b.reasons, b.notes,
                            time.perf_counter() - t0, b.internal)
     run = Run(setting, progress=progress,
-              deadline=time.monotonic() + BUDGETS[setting.profile][2])
+              deadline=time.monotonic() + BUDGETS[setting.profile][2] * claim.budget_scale[0])
     values: dict[str, Any] = {}
     with np.errstate(over="raise", invalid="raise", divide="raise"), b:
         values = dict(claim.measure(setting, run) or {})

@@ -15,7 +15,7 @@ from icltheory.core import Choice, Float, Floats, Int, Setting, SettingError
 
 __all__ = ["KERNELS", "ERASES", "X_DISTS", "FunctionalGDSetting", "CrossAttentionSetting",
            "ConstructionSetting", "SingleStepSetting", "EquivarianceSetting", "StationaritySetting",
-           "TrainingSetting", "DepthSetting"]
+           "TrainingSetting", "ThresholdSetting", "DepthSetting"]
 
 #: head-1 kernels of the update head
 KERNELS = ("linear", "exp", "rbf", "laplacian", "softmax")
@@ -180,6 +180,48 @@ class TrainingSetting(Setting):
         if self.train_sizes is None:
             self._set("train_sizes", {"quick": (64.0, 1024.0), "standard": (64.0, 2048.0),
                                       "thorough": (512.0, 2048.0, 8192.0)}[self.profile])
+
+    def _validate(self):
+        if any(v != int(v) or v < 16 or v > 100_000 for v in self.train_sizes) or len(self.train_sizes) < 2:
+            raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
+        if list(self.train_sizes) != sorted(set(self.train_sizes)):
+            raise SettingError("train_sizes", "must be strictly increasing")
+        get_backend(self.backend)  # an unavailable optional backend is a setting error
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdSetting(Setting):
+    """The synthetic table's data thresholds: the GD model and a freely trained K-block
+    Transformer, each trained to its early-stopping minimum on L prompts, over an L grid that
+    crosses the paper's thresholds."""
+
+    d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
+    dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
+    C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
+    N: int | None = Int(None, min=1, max=256, by_profile=(5, 10, 10),
+                        doc="context length (the paper's code uses 125)")
+    K: int = Int(1, min=1, max=2, doc="blocks of both models (the paper's thresholds: 10000 prompts "
+                 "for 1 block, 25000 for 2)")
+    kernel: str = _kernel("softmax", sample=False)
+    x_dist: str = _xdist("cube", sample=False)
+    train_sizes: tuple | None = Floats(None, positive=True, max=100_000, max_len=8,
+                                       doc="training-set sizes L (default by profile and K: quick "
+                                           "512,4096,5120; standard 512,4096,8192,32768 (K=2: "
+                                           "512,4096,16384,32768); thorough 512,2048,4096,8192,16384,32768)")
+    steps: int | None = Int(None, min=100, max=50_000, by_profile=(3000, 6000, 10_000),
+                            doc="most Adam steps per model; each stops earlier on its plateau (paper: 5000)")
+    prompts: int | None = Int(None, min=256, max=50_000, by_profile=(2048, 8192, 16_384),
+                              doc="test prompts (paper: 2048)")
+    amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump "
+                             "generator (PyTorch code: 10)")
+    backend: str = _backend()
+
+    def _resolve(self):
+        if self.train_sizes is None:
+            self._set("train_sizes", {"quick": (512.0, 4096.0, 5120.0),
+                                      "standard": (512.0, 4096.0, 8192.0, 32768.0) if self.K == 1
+                                      else (512.0, 4096.0, 16384.0, 32768.0),
+                                      "thorough": (512.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0)}[self.profile])
 
     def _validate(self):
         if any(v != int(v) or v < 16 or v > 100_000 for v in self.train_sizes) or len(self.train_sizes) < 2:

@@ -158,11 +158,16 @@ def evaluate(learner, data: Dataset, params=None, chunk: int = 1024, xp=NUMPY):
 
 
 def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generator, *,
-          steps: int, batch: int, lr: float, clip: float, eval_every: int, xp=NUMPY):
+          steps: int, batch: int, lr: float, clip: float, eval_every: int, patience: int | None = None,
+          min_delta: float = 0.0, smooth: int = 1, xp=NUMPY):
     """Adam on the mean query cross-entropy (sampled labels, like the paper's code) with
     global-norm clipping; keeps the parameters with the best validation loss (early stopping).
-    Runs on the array namespace ``xp``; ``learner.params`` (numpy) is replaced by the kept
-    parameters (numpy).  Returns the curve ``[(step, train_loss, val_loss)]``."""
+    With ``patience``, training stops once that many validation looks in a row brought no
+    improvement by more than ``min_delta`` on the value that last counted as one, the values
+    being the mean validation NLL of the last ``smooth`` looks (the curve then ends before
+    ``steps``; the kept parameters are still the best seen).  Runs on the array namespace ``xp``;
+    ``learner.params`` (numpy) is replaced by the kept parameters (numpy).  Returns the curve
+    ``[(step, train_loss, val_loss)]``."""
     # every update below makes new arrays (none is changed in place), so the dict of the best
     # parameters can hold the arrays themselves
     p = {k: xp.asarray(v) for k, v in learner.params.items()}
@@ -174,6 +179,7 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
     best = (np.inf, dict(p))
     curve = []
     run = []
+    ref, since_best = np.inf, 0
     for t in range(1, steps + 1):
         idx = rng.integers(0, len(train_set), batch)
         rows = xp.asindex(idx)
@@ -198,5 +204,13 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
             run = []
             if val < best[0]:
                 best = (val, dict(p))
+            recent = [c[2] for c in curve[-smooth:]]
+            level = sum(recent) / len(recent)
+            if level < ref - min_delta:
+                ref, since_best = level, 0
+            else:
+                since_best += 1
+                if patience is not None and since_best >= patience:
+                    break
     learner.params = {k: np.array(xp.to_numpy(a)) for k, a in best[1].items()}
     return curve

@@ -203,3 +203,9 @@ def paper() -> Paper:
 #: model's NLL gain over the shallower one is > 0 (more layers help: GD NLL 1.058, 0.971, 0.943,
 #: 0.924 for K = 1..4 at L = 2048)
 TRAINING_TRENDS = {"min_gd_nll_advantage_small_L": 0.0, "max_gap_ratio": 1.0, "min_depth_nll_gain": 0.0}
+
+#: the synthetic table's data thresholds in training prompts L (§5, "少量训练集（L<5000）即收敛",
+#: "需大量训练集（L>10000）才与 GD 匹配", "需 L>25000 才与 GD 匹配"): the GD model has converged at
+#: some L below ``gd_converged_by``; a trained K-block Transformer matches it only from
+#: ``tf_matches_from[K]`` prompts on
+DATA_THRESHOLDS = {"gd_converged_by": 5000.0, "tf_matches_from": {1: 10000.0, 2: 25000.0}}
