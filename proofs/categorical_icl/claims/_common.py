@@ -59,3 +59,25 @@ def _kernel_scaled(orig):
 #: the theory's kernel at twice the scale s
 KERNEL_SCALE_THEORY = PlantedError("theory", "the theory's kernel κ̃ at scale 2s",
                                    f"{THEORY}._paper:Paper.kernel", _kernel_scaled)
+
+
+# ----------------------------------------------------------------- the trained models' bounds
+
+#: the level of each one-sided confidence bound in the trained-model claims (training, depth,
+#: data thresholds); a claim's false-fail probability is this times its number of bounds
+_A = 2e-4
+_BOUNDS_WHY = ("bounds: the studentized mean's Cornish–Fisher quantiles at the sample's skewness and "
+               "kurtosis (undecided when the sample is too skewed or heavy-tailed for its size)")
+
+
+def _margin(bound: float, mean: float, threshold: float) -> float | None:
+    """How far a one-sided refutation is: the refuting bound's distance to the threshold over its
+    distance to the mean (0 when the bound reaches the threshold, negative when it passed it)."""
+    half = abs(bound - mean)
+    return (bound - threshold) / half * (1.0 if bound >= mean else -1.0) if half > 0 else None
+
+
+def _tol(b) -> dict:
+    mo = b.moments
+    return {"level_each": _A, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,
+            "kurtosis": mo.kurtosis, "corrections": list(b.corrections)}

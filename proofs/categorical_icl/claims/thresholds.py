@@ -9,8 +9,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import ThresholdSetting
-from ._common import EXPERIMENTS, SOURCE, THEORY
-from .training import _A, _BOUNDS_WHY, _margin, _tol
+from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol
 
 ex = lazy_module("proofs.categorical_icl.experiments")
 

@@ -8,7 +8,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import DepthSetting, TrainingSetting
-from ._common import EXPERIMENTS, SOURCE, THEORY
+from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -21,25 +21,6 @@ _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722
           "L=2048, GD accuracy (K=1..6)": [0.702, 0.718, 0.729, 0.731, 0.728, 0.727],
           "L=2048, trained-TF accuracy (K=1..6)": [0.575, 0.524, 0.474, 0.479, 0.481, 0.483],
           "scale": "C=25, d'=5, d=10, N=125 (code), 5000 Adam steps, batch 512, 5 seeds, GPU"}
-#: the level of each one-sided confidence bound (at most four bounds: ≤ 8e-4 in all)
-_A = 2e-4
-_BOUNDS_WHY = ("bounds: the studentized mean's Cornish–Fisher quantiles at the sample's skewness and "
-               "kurtosis (undecided when the sample is too skewed or heavy-tailed for its size)")
-
-
-def _margin(bound: float, mean: float, threshold: float) -> float | None:
-    """How far a one-sided refutation is: the refuting bound's distance to the threshold over its
-    distance to the mean (0 when the bound reaches the threshold, negative when it passed it)."""
-    half = abs(bound - mean)
-    return (bound - threshold) / half * (1.0 if bound >= mean else -1.0) if half > 0 else None
-
-
-def _tol(b) -> dict:
-    mo = b.moments
-    return {"level_each": _A, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,
-            "kurtosis": mo.kurtosis, "corrections": list(b.corrections)}
-
-
 def _three_way(confirmed: bool, refuted: bool):
     """A trend check: True when the confidence bound confirms it, False when the opposite bound refutes it
     (the trend is significantly reversed), None (undecided) when neither: one training run per
