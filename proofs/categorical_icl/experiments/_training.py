@@ -179,7 +179,7 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
     best = (np.inf, dict(p))
     curve = []
     run = []
-    ref, since_best = np.inf, 0
+    ref, stalled = np.inf, 0
     for t in range(1, steps + 1):
         idx = rng.integers(0, len(train_set), batch)
         rows = xp.asindex(idx)
@@ -207,10 +207,10 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
             recent = [c[2] for c in curve[-smooth:]]
             level = sum(recent) / len(recent)
             if level < ref - min_delta:
-                ref, since_best = level, 0
+                ref, stalled = level, 0
             else:
-                since_best += 1
-                if patience is not None and since_best >= patience:
+                stalled += 1
+                if patience is not None and stalled >= patience:
                     break
     learner.params = {k: np.array(xp.to_numpy(a)) for k, a in best[1].items()}
     return curve
