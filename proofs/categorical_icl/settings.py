@@ -152,6 +152,16 @@ class StationaritySetting(_sizes(4, 3, 6, 8, dmax=6, nmax=12)):
 # =============================================================================== training
 
 
+def _check_train_sizes_and_backend(s) -> None:
+    """A training grid of at least two strictly increasing integers in [16, 100000], and an
+    available backend (an unavailable optional backend is a setting error)."""
+    if any(v != int(v) or v < 16 or v > 100_000 for v in s.train_sizes) or len(s.train_sizes) < 2:
+        raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
+    if list(s.train_sizes) != sorted(set(s.train_sizes)):
+        raise SettingError("train_sizes", "must be strictly increasing")
+    get_backend(s.backend)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainingSetting(Setting):
     """The scaled-down synthetic experiment: GD model against a freely trained Transformer."""
@@ -182,11 +192,7 @@ class TrainingSetting(Setting):
                                       "thorough": (512.0, 2048.0, 8192.0)}[self.profile])
 
     def _validate(self):
-        if any(v != int(v) or v < 16 or v > 100_000 for v in self.train_sizes) or len(self.train_sizes) < 2:
-            raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
-        if list(self.train_sizes) != sorted(set(self.train_sizes)):
-            raise SettingError("train_sizes", "must be strictly increasing")
-        get_backend(self.backend)  # an unavailable optional backend is a setting error
+        _check_train_sizes_and_backend(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,11 +230,7 @@ class ThresholdSetting(Setting):
                                       "thorough": (512.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0)}[self.profile])
 
     def _validate(self):
-        if any(v != int(v) or v < 16 or v > 100_000 for v in self.train_sizes) or len(self.train_sizes) < 2:
-            raise SettingError("train_sizes", "needs at least two integers in [16, 100000]")
-        if list(self.train_sizes) != sorted(set(self.train_sizes)):
-            raise SettingError("train_sizes", "must be strictly increasing")
-        get_backend(self.backend)  # an unavailable optional backend is a setting error
+        _check_train_sizes_and_backend(self)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -81,3 +81,15 @@ def _tol(b) -> dict:
     mo = b.moments
     return {"level_each": _A, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,
             "kurtosis": mo.kurtosis, "corrections": list(b.corrections)}
+
+
+def untrained(learner_class: str):
+    """A planted measurement error: the trainer runs learners of ``learner_class`` at learning
+    rate 0 (they keep their initial parameters)."""
+    def wrap(orig):
+        def train(learner, train_set, val_set, rng, **kw):
+            if type(learner).__name__ == learner_class:
+                kw = dict(kw, lr=0.0)
+            return orig(learner, train_set, val_set, rng, **kw)
+        return train
+    return wrap

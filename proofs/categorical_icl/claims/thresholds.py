@@ -9,7 +9,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import ThresholdSetting
-from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol
+from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, untrained
 
 ex = lazy_module("proofs.categorical_icl.experiments")
 
@@ -76,16 +76,6 @@ def _past_minimum(curve, min_delta: float) -> bool:
     return _plateaued(curve, min_delta) and levels[-1] > min(levels) + PAST_RISE * min_delta
 
 
-def _untrained(name: str):
-    def wrap(orig):
-        def train(learner, train_set, val_set, rng, **kw):
-            if type(learner).__name__ == name:
-                kw = dict(kw, lr=0.0)
-            return orig(learner, train_set, val_set, rng, **kw)
-        return train
-    return wrap
-
-
 class DataThresholds(Claim):
     id = "catgd.data-thresholds"
     title = "Data needed: the GD model converges below 5000 prompts, a trained Transformer matches it only above 10000 (1 block) or 25000 (2 blocks)"
@@ -142,7 +132,7 @@ budget. Reported: the trained Transformer's $Q_x^\top K_x$ distance to a scaled 
                      f"{THEORY}._paper:DATA_THRESHOLDS",
                      lambda orig: dict(orig, tf_matches_from={1: 1000.0, 2: 2500.0})),
         PlantedError("measurement", "the GD model's trainer has learning rate 0 (never trained)",
-                     f"{EXPERIMENTS}._training:train", _untrained("GDLearner")),
+                     f"{EXPERIMENTS}._training:train", untrained("GDLearner")),
     )
 
     def constants(self, s):

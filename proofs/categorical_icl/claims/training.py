@@ -8,7 +8,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import DepthSetting, TrainingSetting
-from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol
+from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, untrained
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -57,14 +57,6 @@ def _untrained_deep_gd(orig):
     return train
 
 
-def _untrained_tf(orig):
-    def train(learner, train_set, val_set, rng, **kw):
-        if type(learner).__name__ == "TFLearner":
-            kw = dict(kw, lr=0.0)
-        return orig(learner, train_set, val_set, rng, **kw)
-    return train
-
-
 class Training(Claim):
     id = "catgd.training"
     title = "GD model vs freely trained Transformer on the synthetic task (scaled down, trends)"
@@ -106,7 +98,7 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
                      f"{THEORY}._paper:TRAINING_TRENDS",
                      lambda orig: dict(orig, max_gap_ratio=0.01)),
         PlantedError("measurement", "the Transformer's trainer has learning rate 0 (never trained)",
-                     f"{EXPERIMENTS}._training:train", _untrained_tf),
+                     f"{EXPERIMENTS}._training:train", untrained("TFLearner")),
     )
 
     def constants(self, s):
