@@ -327,11 +327,15 @@ def test_catgd_trainer_torch_matches_numpy(learner):
 
 
 def _assert_close_tree(a, b, path=""):
-    """Every float of two measured dicts within rtol 1e-10; everything else equal."""
+    """Every float of two measured dicts (and of their lists) within rtol 1e-10; everything else equal."""
     if isinstance(a, dict):
         assert a.keys() == b.keys(), path
         for k in a:
             _assert_close_tree(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_close_tree(x, y, f"{path}[{i}]")
     elif isinstance(a, float):
         assert np.isclose(a, b, rtol=1e-10, atol=1e-13), (path, a, b)
     else:
@@ -357,7 +361,23 @@ def test_catgd_claims_same_verdict_on_torch(claim_id):
     assert [ch.passed for ch in vn.checks] == [ch.passed for ch in vt.checks]
 
 
-@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth", "catgd.data-thresholds"])
+@pytest.mark.slow
+def test_tf_parameters_same_readings_on_torch():
+    """catgd.tf-parameters' 14 Transformer runs (quick sizes, 100 Adam steps each: the step cap,
+    so the verdict is not the point) on numpy and on torch: the same readings of every run to
+    1e-10 and the same check outcomes."""
+    _torch_or_skip()
+    from icltheory.core import run_check
+
+    c = get_claim("catgd.tf-parameters")
+    vn, vt = (run_check(c, c.setting({"profile": "quick", "steps": 100, "backend": b})) for b in ("numpy", "torch"))
+    assert vn.verdict == vt.verdict
+    _assert_close_tree(vn.measured, vt.measured)
+    assert [ch.passed for ch in vn.checks] == [ch.passed for ch in vt.checks]
+
+
+@pytest.mark.parametrize("claim_id", ["catgd.training", "catgd.depth", "catgd.data-thresholds",
+                                      "catgd.tf-parameters"])
 def test_catgd_missing_torch_is_one_line_exit_2(claim_id, monkeypatch, capsys):
     monkeypatch.setattr(TorchBackend, "available", classmethod(lambda cls: (False, "needs PyTorch")))
     from icltheory._cli import main as cli

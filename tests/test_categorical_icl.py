@@ -604,3 +604,71 @@ def test_budget_scale_is_stated_and_applied():
     with pytest.raises(TypeError, match="budget_scale"):
         type("Huge", (type(c),), {"id": "testonly.huge", "budget_scale": (50.0, "paper scale")})
     assert isinstance(c, Claim)
+
+
+# --------------------------------------------------- the trained Transformer's parameters' judge
+
+
+def _parameter_verdict(small, large, states=None, predict=None):
+    """catgd.tf-parameters' judge on a synthetic measurement: per run block 1's two heads, one at
+    cosine ``small[i]`` / ``large[i]`` with I (the rest of its Q_xᵀK_x orthogonal to I) and one
+    orthogonal to I, and the run's training curve (``states[("small"|"large", i)]``, default
+    "plateau")."""
+    from icltheory.core import judge_claim
+    from icltheory.core._claim import Measurement
+
+    c = get_claim("catgd.tf-parameters")
+    s = c.setting({"profile": "quick"})
+    d = s.d
+    off = np.zeros((d, d))
+    off[0, 1] = 1.0  # unit norm, orthogonal to I
+
+    def qk(x):
+        return {"block 1 head 1": x * np.eye(d) / np.sqrt(d) + np.sqrt(1 - x * x) * off,
+                "block 1 head 2": 0.5 * off}
+
+    values = {"min_delta": 0.0075}
+    for g, xs in (("small", small), ("large", large)):
+        values[g] = [{"qk": qk(x), "curve": _CURVES[(states or {}).get((g, i), "plateau")]}
+                     for i, x in enumerate(xs)]
+    return judge_claim(c, s, Measurement(values), predict=predict)
+
+
+def test_parameter_judge_separation_and_training_state():
+    """Complete separation toward I holds, toward −I fails, overlap is undecided; a confirmation
+    needs every small-L run on its plateau (an under-trained one stays near its init and fakes the
+    trend), a refutation every large-L run (an under-trained one fakes the reverse); the
+    prediction −I reads the same runs the other way round.  (The judge alone, on synthetic runs.)"""
+    lo, hi = [0.1, 0.2, 0.15, 0.3, 0.25, 0.05, 0.12], [0.6, 0.7, 0.65, 0.8, 0.75, 0.55, 0.62]
+    v = _parameter_verdict(lo, hi)
+    assert v.verdict == "holds" and v.measured["alignment"]["L=1024"][3] == 0.8, v.summary()
+    assert _parameter_verdict(hi, lo).verdict == "fails"
+    assert _parameter_verdict(lo, hi[:-1] + [0.29]).verdict == "inconclusive"
+    assert _parameter_verdict(lo, hi, {("small", 2): "improving"}).verdict == "inconclusive"
+    assert _parameter_verdict(lo, hi, {("large", 2): "improving"}).verdict == "holds"
+    assert _parameter_verdict(hi, lo, {("large", 0): "improving"}).verdict == "inconclusive"
+    assert _parameter_verdict(hi, lo, {("small", 0): "improving"}).verdict == "fails"
+    d = get_claim("catgd.tf-parameters").setting({"profile": "quick"}).d
+    minus = ",".join(repr(-float(x)) for x in np.eye(d).ravel())
+    assert _parameter_verdict(lo, hi, predict={"qk_form": minus}).verdict == "fails"
+    assert _parameter_verdict(hi, lo, predict={"qk_form": minus}).verdict == "holds"
+
+
+@pytest.mark.calibration
+def test_parameter_separation_test_has_its_stated_level():
+    """With no effect of L the 14 runs' readings are exchangeable: the chance that the 7 large-L
+    runs are exactly the 7 largest is 1/C(14, 7), the level the check states (simulated, 700 000
+    draws; the hit count within 5 standard deviations of its expectation)."""
+    import math
+
+    from proofs.categorical_icl.claims.parameters import TFParameters  # noqa: F401 (the judged claim)
+
+    rng = np.random.default_rng(7)
+    n, hits = 700_000, 0
+    for _ in range(7):
+        x = rng.standard_normal((n // 7, 14))
+        hits += int(np.sum(x[:, 7:].min(1) > x[:, :7].max(1)))
+    p = 1 / math.comb(14, 7)
+    assert abs(hits - n * p) < 5 * math.sqrt(n * p * (1 - p)), (hits, n * p)
+    v = _parameter_verdict([0.1] * 6 + [0.2], [0.5] * 6 + [0.6])
+    assert abs(v.false_fail - p) < 1e-12

@@ -15,7 +15,7 @@ from icltheory.core import Choice, Float, Floats, Int, Setting, SettingError
 
 __all__ = ["KERNELS", "ERASES", "X_DISTS", "FunctionalGDSetting", "CrossAttentionSetting",
            "ConstructionSetting", "SingleStepSetting", "EquivarianceSetting", "StationaritySetting",
-           "TrainingSetting", "ThresholdSetting", "DepthSetting"]
+           "TrainingSetting", "ThresholdSetting", "ParameterSetting", "DepthSetting"]
 
 #: head-1 kernels of the update head
 KERNELS = ("linear", "exp", "rbf", "laplacian", "softmax")
@@ -231,6 +231,36 @@ class ThresholdSetting(Setting):
 
     def _validate(self):
         _check_train_sizes_and_backend(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParameterSetting(Setting):
+    """The trained Transformer's attention parameters against the GD stationary point: ``runs``
+    Transformers trained to their plateau on ``L_small`` prompts and ``runs`` on ``L_large``
+    prompts (independent initialisations and batches, the same prompt pool)."""
+
+    d: int | None = Int(None, min=1, max=32, by_profile=(4, 10, 10), doc="covariate dimension (paper: 10)")
+    dprime: int | None = Int(None, min=1, max=16, by_profile=(2, 5, 5), doc="embedding dimension d' (paper: 5)")
+    C: int | None = Int(None, min=2, max=64, by_profile=(6, 25, 25), doc="number of classes (paper: 25)")
+    N: int | None = Int(None, min=1, max=256, by_profile=(4, 5, 10),
+                        doc="context length (the paper's code uses 125)")
+    K: int = Int(1, min=1, max=2, doc="blocks of the Transformer (its first block is read)")
+    x_dist: str = _xdist("cube", sample=False)
+    L_small: int | None = Int(None, min=16, max=100_000, by_profile=(64, 128, 512),
+                              doc="training prompts of the first group of runs")
+    L_large: int | None = Int(None, min=32, max=100_000, by_profile=(1024, 4096, 8192),
+                              doc="training prompts of the second group of runs (more than L_small)")
+    runs: int = Int(7, min=7, max=20, doc="Transformers trained per group (at least 7: the exact "
+                    "separation test then has level 1/C(2·runs, runs) ≤ 2.9e-4)")
+    steps: int | None = Int(None, min=100, max=50_000, by_profile=(2000, 4000, 8000),
+                            doc="most Adam steps per run; each stops earlier on its plateau")
+    amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump generator")
+    backend: str = _backend()
+
+    def _validate(self):
+        if self.L_large <= self.L_small:
+            raise SettingError("L_large", f"must exceed L_small={self.L_small} (the trend compares them)")
+        get_backend(self.backend)
 
 
 @dataclass(frozen=True, kw_only=True)

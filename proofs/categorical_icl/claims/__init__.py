@@ -5,13 +5,15 @@ prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mo
 * :mod:`.symmetry` — equivariance, stationarity of the GD configuration;
 * :mod:`.training` — GD model against a freely trained Transformer, and the depth trend (scaled down);
 * :mod:`.thresholds` — the data thresholds of the synthetic table (both models trained to their minimum);
+* :mod:`.parameters` — the trained Transformer's attention parameters against the GD stationary point;
 * :mod:`._common`  — the source, tolerances and shared planted errors.
 """
 
 from .exact import Construction, CrossAttention, FunctionalGD, SingleStep
+from .parameters import TFParameters
 from .symmetry import Equivariance, Stationarity
 from .thresholds import DataThresholds
 from .training import Depth, Training
 
 CLAIMS = (FunctionalGD(), CrossAttention(), Construction(), SingleStep(), Equivariance(), Stationarity(), Training(),
-          DataThresholds(), Depth())
+          DataThresholds(), TFParameters(), Depth())

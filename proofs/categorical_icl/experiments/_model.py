@@ -169,11 +169,12 @@ def _head_forward(head: Head, H, N: int, xp=NUMPY):
     Hc = H[:, :N]
     val = Hc @ head.V.T
     if head.kind == "delta":
-        B, T, _ = H.shape
-        a = xp.zeros((B, T, N))
-        diag = xp.asindex(np.arange(N))
-        a[:, diag, diag] = 1.0
-        return a @ val, {"a": a, "val": val}
+        # the weights are δ_ij for context rows and 0 for the query: the output is the values
+        # themselves on the context rows (what the product with that 0/1 matrix gives, exactly)
+        # and 0 on the query
+        out = xp.zeros((H.shape[0], H.shape[1], val.shape[-1]))
+        out[:, :N] = val
+        return out, {"val": val}
     q = H @ head.Q.T
     k = Hc @ head.K.T
     g, a = _scores(head.kind, q, k, xp)
@@ -237,8 +238,9 @@ def _dscores(kind: str, a, da, N: int, xp=NUMPY):
 
 def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY):
     Hc = H[:, :N]
-    a, val = c["a"], c["val"]
-    dval = xp.swapaxes(a, 1, 2) @ dout  # (B,N,D)
+    val = c["val"]
+    # δ weights pass the context rows' gradient straight to the values
+    dval = dout[:, :N] if head.kind == "delta" else xp.swapaxes(c["a"], 1, 2) @ dout  # (B,N,D)
     grads = {} if head.frozen else {"V": xp.swapaxes(dval, 1, 2) @ Hc}
     dH = xp.zeros(tuple(H.shape))
     dH[:, :N] += dval @ head.V
@@ -247,7 +249,7 @@ def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY):
             grads["Q"] = xp.zeros((H.shape[0],) + tuple(head.Q.shape))
             grads["K"] = xp.zeros((H.shape[0],) + tuple(head.K.shape))
         return grads, dH
-    q, k = c["q"], c["k"]
+    a, q, k = c["a"], c["q"], c["k"]
     da = dout @ xp.swapaxes(val, 1, 2)  # (B,T,N)
     dg = _dscores(head.kind, a, da, N, xp)
     if head.kind in ("linear", "exp", "softmax"):

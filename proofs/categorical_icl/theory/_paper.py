@@ -93,6 +93,19 @@ class Paper:
         val = np.broadcast_to(val, dot.shape)
         return _normalise_exp(val) if kernel == "softmax" else np.array(val, dtype=float)
 
+    def stationary_score_form(self, d: int) -> np.ndarray:
+        r"""The x-block :math:`Q_x^\top K_x` of the GD configuration's update head, over its
+        scale :math:`s>0` (``d × d``): the matrix :math:`B` of its score
+        :math:`s\,x_j^\top Bx_i`, read off the "softmax logit" term as
+        :math:`\partial^2/\partial x_{j,a}\partial x_{i,b}` of the logit over :math:`s` (with
+        :math:`Q=K=\sqrt s\,S_x` it is the identity)."""
+        xj, xi = sp.symbols(f"xj0:{d}", real=True), sp.symbols(f"xi0:{d}", real=True)
+        logit = self.kernels.terms["softmax logit"].subs(_dot, sum(a * b for a, b in zip(xj, xi)))
+        form = sp.Matrix(d, d, lambda a, b: sp.simplify(sp.diff(logit, xj[a], xi[b]) / _s))
+        if form.free_symbols:
+            raise ValueError(f"the update head's score is not bilinear in x_j, x_i: {form}")
+        return np.array(form.tolist(), dtype=float)
+
     @staticmethod
     def expected_embedding(W_e: np.ndarray, f: np.ndarray) -> np.ndarray:
         r""":math:`\mathbb E(w_e)|_f=W_e\operatorname{softmax}(W_e^\top f)` (step "gradient in f")."""
