@@ -14,7 +14,7 @@ import math
 import time
 
 from icltheory.certify import check_certificate
-from proofs.softmax_regression import bnb
+from proofs.softmax_regression.theory import _bnb as bnb
 from proofs.softmax_regression.settings import bnb_default_boxes
 
 

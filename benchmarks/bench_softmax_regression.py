@@ -9,7 +9,7 @@ Prints
 * the SymPy structured gradient derivation (exact collapse) for d = 2..5;
 * the certified band [lower, upper] of the gradient's Lipschitz constant, its wall and CPU time
   and box count per (loss, n, d, R) for n ≤ 6, d ≤ 4, R ∈ {1, 2} (``--band``; branch and bound,
-  see ``proofs/softmax_regression/bnb.py``; 60 s cap each, about 20 minutes in all);
+  see ``proofs/softmax_regression/theory/_bnb.py``; 60 s cap each, about 20 minutes in all);
 * the wall time of each claim's default check (standard profile).
 """
 
@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import best_of, check_claim  # noqa: E402
 
-from proofs.softmax_regression import model as sr  # noqa: E402
-from proofs.softmax_regression import theory_symbolic as sym  # noqa: E402
+from proofs.softmax_regression.experiments import _model as sr  # noqa: E402
+from proofs.softmax_regression.theory import _symbolic as sym  # noqa: E402
 
 
 def arb_rates(n=4, d=3, K=200):
@@ -79,7 +79,8 @@ def bands(settings=None, seconds=60.0):
     experiments), upper = the branch and bound (theory; the eigen bound for the normalized
     loss, the ratio form for the rescaled one), its wall and CPU time, and whether it reached
     upper ≤ 1.0995 × its best point value (so ≤ 1.10 × the witness) within the cap."""
-    from proofs.softmax_regression import bnb, experiments
+    from proofs.softmax_regression.experiments import _measure as experiments
+    from proofs.softmax_regression.theory import _bnb as bnb
 
     settings = settings or [(n, d, R) for R in (1.0, 2.0) for n, d in
                             ((2, 2), (3, 2), (4, 3), (5, 4), (6, 4))]

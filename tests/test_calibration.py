@@ -623,7 +623,7 @@ def test_judge_order_ties_and_violations():
 def test_softmax_float_bound_slack_pairs():
     """The softmax claims' float bound checks: observed ≤ bound·(1 + 1e-9) passes (log slack
     1e-9), just beyond fails; the same for lower bounds."""
-    from proofs.softmax_regression._judging import _SLACK, lower_check, upper_check
+    from proofs.softmax_regression.claims._common import _SLACK, lower_check, upper_check
 
     assert _SLACK == 1e-9
     for off, ok in ((1e-9 * (1 - 1e-3), True), (1e-9 * (1 + 1e-3), False)):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _band(loss="normalized", n=3, R=1.0, boxes=240_000, stop=None, method="eigen",
           target=1.0995):
-    from proofs.softmax_regression import bnb
+    from proofs.softmax_regression.theory import _bnb as bnb
 
     return bnb.certified_band(loss, n, 2, R, seconds=math.inf, max_boxes=boxes, stop=stop,
                               method=method, target=target)
@@ -63,7 +63,7 @@ def _slip(monkeypatch, key):
     """Install one of the claims' certified-layer slips (a one-line edit of the source)."""
     import importlib
 
-    from proofs.softmax_regression._judging import CERTIFIED_SLIPS
+    from proofs.softmax_regression.claims._common import CERTIFIED_SLIPS
 
     _, target, replace = CERTIFIED_SLIPS[key]
     mod, attr = target.split(":")

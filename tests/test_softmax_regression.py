@@ -19,8 +19,8 @@ from icltheory.bounds import ExpressionError, certify_le_at, maximize_log, parse
 from icltheory.bounds import spectral_norm_upper
 from icltheory.bounds._search import arb_value, exp_or_text, log_value
 from icltheory.core import BadInput, get_claim, run_check
-from proofs.softmax_regression import model as sr
-from proofs.softmax_regression import theory_symbolic as sym
+from proofs.softmax_regression.experiments import _model as sr
+from proofs.softmax_regression.theory import _symbolic as sym
 
 seeds = st.integers(0, 2**32 - 1)
 shapes = st.tuples(st.integers(1, 5), st.integers(1, 4))
@@ -260,9 +260,9 @@ def test_the_reviewers_13_over_40_no_longer_holds_by_the_proof():
     candidate 0.4 nor the closed form itself holds by it."""
     import icltheory.testing as itest
     from icltheory.core import PlantedError
-    from proofs.softmax_regression._judging import closed_form_tenth
+    from proofs.softmax_regression.claims._common import closed_form_tenth
 
-    err = PlantedError("theory", "13/40", "proofs.softmax_regression.theory:_normalized_chain",
+    err = PlantedError("theory", "13/40", "proofs.softmax_regression.theory._paper:_normalized_chain",
                        closed_form_tenth())
     with itest.planted(err):
         v = _run("softmaxreg.candidate", {"candidate": "0.4"})
@@ -277,7 +277,7 @@ def test_a_refuted_certificate_fails_the_tools_proof_not_the_candidate(monkeypat
     the candidate's verdict fail through its proved bound; the candidate's own check is not
     marked refuted, and the bad box is named."""
     import icltheory.testing as itest
-    from proofs.softmax_regression._judging import certified_slip
+    from proofs.softmax_regression.claims._common import certified_slip
 
     with itest.planted(certified_slip("split_gap")):
         v = _run("softmaxreg.candidate", {"candidate": "0.5"})
@@ -327,7 +327,7 @@ def test_candidate_certifies_against_the_theorys_own_bound():
     """A planted coefficient in the derivation must not turn a too-small candidate into
     `holds` (the proved bound is the derivation's own term, whose steps are re-verified)."""
     from icltheory.core import rederive
-    from proofs.softmax_regression import theory
+    from proofs.softmax_regression.theory import _paper as theory
 
     with rederive(), pytest.MonkeyPatch.context() as mp:
         mp.setattr(theory, "softmax_jacobian_bound", lambda: sp.Rational(1, 20))
@@ -507,7 +507,8 @@ def test_interval_arithmetic_encloses_and_exp_is_certified():
 
 def test_reduced_form_matches_the_numeric_logit_hessian():
     """ψ's quadratic form (theory) equals vᵀJv of the numeric model at random logits."""
-    from proofs.softmax_regression import experiments, theory_hessian
+    from proofs.softmax_regression.experiments import _measure as experiments
+    from proofs.softmax_regression.theory import _hessian as theory_hessian
 
     rng = np.random.default_rng(3)
     for loss in sr.LOSSES:
@@ -523,7 +524,8 @@ def test_reduced_form_matches_the_numeric_logit_hessian():
 @pytest.mark.parametrize("loss, n, R", [("normalized", 2, 1.0), ("normalized", 3, 1.0),
                                         ("rescaled", 3, 1.0)])
 def test_certified_band_brackets_an_explicit_witness(loss, n, R):
-    from proofs.softmax_regression import bnb, experiments
+    from proofs.softmax_regression.experiments import _measure as experiments
+    from proofs.softmax_regression.theory import _bnb as bnb
 
     band = bnb.certified_band(loss, n, 2, R, seconds=60, target=1.10)
     w = experiments.witness_pair(loss, n, 2, R, np.random.default_rng(0), starts=4)
@@ -535,7 +537,7 @@ def test_certified_band_brackets_an_explicit_witness(loss, n, R):
 def test_explicit_witness_at_the_issues_setting():
     """n=4, d=3, R=1: an explicit pair reaches 0.2583191 (certified), above the search's
     0.2535 of the old code, and the branch-and-bound bound lies above it."""
-    from proofs.softmax_regression import experiments
+    from proofs.softmax_regression.experiments import _measure as experiments
 
     w = experiments.witness_pair("normalized", 4, 3, 1.0, np.random.default_rng(0), starts=6)
     assert w["witness_inside"] and w["witness_lower"] > 0.25831
@@ -581,7 +583,9 @@ def test_dual_interval_gradient_encloses_the_derivative():
 def test_pencil_form_matches_the_numeric_logit_hessian():
     """The eigen bound's matrix K(f, b) (theory, v = Ey, b = (c, −Σc)) gives vᵀJv of the numeric
     model, and its diagonal form (δ, TE) built in the branch and bound is the same matrix."""
-    from proofs.softmax_regression import bnb, experiments, theory_hessian
+    from proofs.softmax_regression.experiments import _measure as experiments
+    from proofs.softmax_regression.theory import _bnb as bnb
+    from proofs.softmax_regression.theory import _hessian as theory_hessian
 
     rng = np.random.default_rng(4)
     for n in (2, 3, 4):
@@ -607,7 +611,7 @@ def test_eigen_box_bound_encloses_the_pencil_on_random_boxes(n):
     point box it is the value itself (up to rounding)."""
     import itertools
 
-    from proofs.softmax_regression import bnb
+    from proofs.softmax_regression.theory import _bnb as bnb
 
     pb = bnb._EigenProblem(n, 1.0)
     lo0, hi0, _ = pb.initial()
@@ -693,7 +697,7 @@ def _candidate_band_sides(setting, profile):
     "the proved bound survives the search" refuted, and the independent check refutes the
     certificate, so its bound is not used) where the correct certificate survives."""
     from icltheory.core import rederive
-    from proofs.softmax_regression import bnb
+    from proofs.softmax_regression.theory import _bnb as bnb
 
     def check(k):
         v = _run("softmaxreg.candidate", {**setting, "candidate": repr(k)}, profile=profile)
@@ -736,7 +740,7 @@ def test_candidate_answers_outside_the_band_at_n3():
 def test_branch_and_bound_stops_at_the_candidate():
     """With a candidate the search ends as soon as its bound is ≤ it (far fewer boxes than the
     1.10 band), or at once when a point value exceeds it; the bound is certified either way."""
-    from proofs.softmax_regression import bnb
+    from proofs.softmax_regression.theory import _bnb as bnb
 
     full = bnb.certified_band("normalized", 3, 2, 1.0, seconds=math.inf, target=1.10)
     assert full.status == "target" and full.upper <= 1.10 * full.best * (1 + 1e-12)

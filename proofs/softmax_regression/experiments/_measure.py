@@ -1,6 +1,6 @@
 r"""The experiments: numeric instances, the seeded counterexample search and the certified (arb)
 evaluation of witnesses.  Nothing here imports the theory: the softmax is
-``scipy.special.softmax`` (in :mod:`.model`), gradients are the numeric model's own closed form or
+``scipy.special.softmax`` (in :mod:`._model`), gradients are the numeric model's own closed form or
 finite differences, and a witness's ratio is re-evaluated in ball arithmetic at its exact float
 inputs.  Every function returns plain measured numbers (natural logs where values may be huge
 or tiny)."""
@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 
 from icltheory.bounds import maximize_log
 
-from . import model
+from . import _model as model
 
 __all__ = ["search_worst_pair", "certified_lower", "lemma_observations", "measure_vectorization",
            "measure_gradient", "measure_lipschitz", "measure_shift", "witness_record",

@@ -14,17 +14,17 @@ import math
 
 from icltheory.core import Claim, Cost, Plot, PlantedError, Prediction, Series, lazy_module
 
-from ._judging import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_derivation_check,
+from ._common import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_derivation_check,
                        bnb_memory, bound_tenth, certificate_check, certified_slip,
                        checked_proved, closed_form_tenth,
                        drop_projection, logits_doubled, lower_check, other_loss, premise_check,
                        premise_cost, search_cost, temperature, upper_check, witness_bound,
                        witness_cost)
-from .settings import (CandidateSetting, RescaledSetting, SoftmaxRegressionSetting, candidate_ball,
+from ..settings import (CandidateSetting, RescaledSetting, SoftmaxRegressionSetting, candidate_ball,
                        reference_instance)
 
-theory = lazy_module("proofs.softmax_regression.theory")
-experiments = lazy_module("proofs.softmax_regression.experiments")
+theory = lazy_module(f"{PKG}.theory._paper")
+experiments = lazy_module(f"{PKG}.experiments._measure")
 
 
 __all__ = ["CLAIMS", "VectorizationClaim", "GradientClaim", "LipschitzClaim",
@@ -56,9 +56,9 @@ class VectorizationClaim(_SoftmaxClaim):
     }
     planted_errors = (
         PlantedError("theory", "row-major vec taken column-major in the derivation",
-                     f"{PKG}.theory_symbolic:vec_row", lambda orig: (lambda M: orig(M.T))),
+                     f"{PKG}.theory._symbolic:vec_row", lambda orig: (lambda M: orig(M.T))),
         PlantedError("measurement", "Kronecker factors transposed in the numeric design (A2⊗A1)",
-                     f"{PKG}.model:kron_design", lambda orig: (lambda A1, A2: orig(A2, A1))),
+                     f"{PKG}.experiments._model:kron_design", lambda orig: (lambda A1, A2: orig(A2, A1))),
     )
 
     def constants(self, s):
@@ -127,10 +127,10 @@ class GradientClaim(_SoftmaxClaim):
     }
     planted_errors = (
         PlantedError("theory", "P without the −f⟨f,c⟩ term (rank-one part of the softmax "
-                     "Jacobian forgotten)", f"{PKG}.theory_symbolic:normalized_P",
+                     "Jacobian forgotten)", f"{PKG}.theory._symbolic:normalized_P",
                      drop_projection),
         PlantedError("measurement", "row softmax at temperature ½ in the numeric model",
-                     f"{PKG}.model:row_softmax", temperature),
+                     f"{PKG}.experiments._model:row_softmax", temperature),
     )
 
     def constants(self, s):
@@ -318,13 +318,13 @@ class LipschitzClaim(_LipschitzFamily):
     }
     planted_errors = (
         PlantedError("theory", "residual bound ‖c‖ ≤ 2 taken as 0.2",
-                     f"{PKG}.theory:residual_bound", bound_tenth),
+                     f"{PKG}.theory._paper:residual_bound", bound_tenth),
         PlantedError("theory", "the closed form and its arithmetic step both 13/40·a²",
-                     f"{PKG}.theory:_normalized_chain", closed_form_tenth()),
+                     f"{PKG}.theory._paper:_normalized_chain", closed_form_tenth()),
         PlantedError("measurement", "logits doubled in the numeric model",
-                     f"{PKG}.model:logits", logits_doubled),
+                     f"{PKG}.experiments._model:logits", logits_doubled),
         PlantedError("measurement", "the certified witness evaluated with the other loss",
-                     f"{PKG}.model:gradient_ratio_arb", other_loss),
+                     f"{PKG}.experiments._model:gradient_ratio_arb", other_loss),
         certified_slip("exp_half"),
         certified_slip("split_gap"),
         certified_slip("prune_high", {"n": 3}),  # a search that completes (no frontier)
@@ -351,9 +351,9 @@ class RescaledLipschitzClaim(_LipschitzFamily):
     }
     planted_errors = (
         PlantedError("theory", "mean-value factor e^{β/2} instead of e^β",
-                     f"{PKG}.theory:mean_value_factor", lambda orig: (lambda b: orig(b / 2))),
+                     f"{PKG}.theory._paper:mean_value_factor", lambda orig: (lambda b: orig(b / 2))),
         PlantedError("measurement", "logits doubled in the numeric model",
-                     f"{PKG}.model:logits", logits_doubled),
+                     f"{PKG}.experiments._model:logits", logits_doubled),
     )
 
 
@@ -363,7 +363,7 @@ def _certainly_at_least(s, th, term: str) -> bool:
     (small expressions only)."""
     import sympy as sp
 
-    from .settings import candidate_expression
+    from ..settings import candidate_expression
 
     for prec in (128, 424):
         if candidate_ball(s.candidate, s.n, s.d, s.R, prec) >= th.ball(term, s.n, s.R):
@@ -397,9 +397,9 @@ class CandidateClaim(_SoftmaxClaim):
     }
     planted_errors = (
         PlantedError("theory", "residual bound ‖c‖ ≤ 2 taken as 0.2",
-                     f"{PKG}.theory:residual_bound", bound_tenth),
+                     f"{PKG}.theory._paper:residual_bound", bound_tenth),
         PlantedError("measurement", "the certified witness evaluated with the other loss",
-                     f"{PKG}.model:gradient_ratio_arb", other_loss),
+                     f"{PKG}.experiments._model:gradient_ratio_arb", other_loss),
         # a candidate just above the witness makes the branch and bound cut boxes tight
         # around the maximum, where a slightly low enclosure turns into a false bound
         certified_slip("exp_low", {"n": 3, "R": 1.0, "candidate": "0.3042",

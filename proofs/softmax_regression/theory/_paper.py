@@ -24,7 +24,7 @@ import sympy as sp
 from icltheory.bounds import arb_eval
 from icltheory.core import Derivation, cached, derived, verify_identity
 
-from . import theory_symbolic as sym
+from . import _symbolic as sym
 
 __all__ = ["SoftmaxTheory", "theory", "tensor_trick", "gradient_theory", "GradientTheory",
            "softmax_jacobian_bound", "residual_bound", "mean_value_factor", "ASSUMPTIONS_TEXT",
@@ -231,7 +231,7 @@ def _primitive_bounds(d: Derivation, s: sp.Expr, c: sp.Expr) -> None:
 def hessian_norm_constant(s: sp.Expr, c: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """(the norm bound of the logit Hessian as a polynomial in the factors' norms, κ: that
     bound at the proved primitive bounds) — both built from the identity's list of terms
-    (:data:`.theory_symbolic.NORMALIZED_HESSIAN_TERMS`)."""
+    (:data:`._symbolic.NORMALIZED_HESSIAN_TERMS`)."""
     NS, Nci, Nfc, Nf, Nc = _NORMS
     norms = {"S": NS, "diag c": Nci, "<f,c> I": Nfc, "f c^T": Nf * Nc}
     bound = sp.Integer(0)

@@ -6,12 +6,12 @@ import math
 
 from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 
-from ._judging import (PKG, bound_quarter, logits_doubled, search_cost, temperature,
+from ._common import (PKG, bound_quarter, logits_doubled, search_cost, temperature,
                        upper_check, witness_bound)
-from .settings import ShiftSetting, SoftmaxRegressionSetting
+from ..settings import ShiftSetting, SoftmaxRegressionSetting
 
-theory = lazy_module("proofs.softmax_regression.theory")
-experiments = lazy_module("proofs.softmax_regression.experiments")
+theory = lazy_module(f"{PKG}.theory._paper")
+experiments = lazy_module(f"{PKG}.experiments._measure")
 
 __all__ = ["IclShiftClaim", "DataMoveClaim", "CLAIMS"]
 
@@ -41,9 +41,9 @@ class IclShiftClaim(_ShiftClaim):
     }
     planted_errors = (
         PlantedError("theory", "softmax Jacobian bound ¼·½ (Popoviciu misapplied)",
-                     f"{PKG}.theory:softmax_jacobian_bound", bound_quarter),
+                     f"{PKG}.theory._paper:softmax_jacobian_bound", bound_quarter),
         PlantedError("measurement", "row softmax at temperature ½ in the numeric model",
-                     f"{PKG}.model:row_softmax", temperature),
+                     f"{PKG}.experiments._model:row_softmax", temperature),
     )
 
     def constants(self, s):
@@ -128,9 +128,9 @@ class DataMoveClaim(_ShiftClaim):
     }
     planted_errors = (
         PlantedError("theory", "softmax Jacobian bound ¼·½ (Popoviciu misapplied)",
-                     f"{PKG}.theory:softmax_jacobian_bound", bound_quarter),
+                     f"{PKG}.theory._paper:softmax_jacobian_bound", bound_quarter),
         PlantedError("measurement", "logits doubled in the numeric model",
-                     f"{PKG}.model:logits", logits_doubled),
+                     f"{PKG}.experiments._model:logits", logits_doubled),
     )
 
     def constants(self, s):

@@ -8,10 +8,9 @@ import math
 
 from icltheory.core import Cost, cached, lazy_module, source_edit
 
-theory = lazy_module("proofs.softmax_regression.theory")
-bnb = lazy_module("proofs.softmax_regression.bnb")
-
 PKG = "proofs.softmax_regression"
+theory = lazy_module(f"{PKG}.theory._paper")
+bnb = lazy_module(f"{PKG}.theory._bnb")
 _SLACK = 1e-9
 _SLACK_WHY = ("observed ≤ bound·(1+1e-9): the observed ratio is a float64 computation from "
               "cancellation-free differences (expm1 of ΔM = A1(X−Y)A2ᵀ), relative error ≲ 1e-11 "
@@ -51,7 +50,7 @@ def drop_projection(orig):
 # the certified layer: one-line slips in the interval arithmetic and the branch and bound
 # (each turns the certificate wrong; the independent check must say so)
 _IV = "icltheory.bounds._interval"
-_BNB = f"{PKG}.bnb:branch_and_bound"  # the name the branch and bound module calls
+_BNB = f"{PKG}.theory._bnb:branch_and_bound"  # the name the branch and bound module calls
 CERTIFIED_SLIPS = {
     "exp_low": ("e^x enclosure whose upper end is 0.1 % low", f"{_IV}:exp_bounds",
                 source_edit("hi = _up(e_hi * p_hi)", "hi = _up(e_hi * p_hi) * 0.999")),
@@ -261,9 +260,9 @@ def premise_check(ctx, s, m, judges: tuple) -> bool:
 
 
 def bnb_derivation_check(ctx, s, loss: str, key: str) -> None:
-    """When the branch and bound runs, its reduction (theory_hessian) must be verified."""
+    """When the branch and bound runs, its reduction (theory._hessian) must be verified."""
     if bnb_runs(s, loss):
-        th = bnb.theory_hessian
+        th = bnb.hessian
         derivations = [th.reduced_hessian(loss, s.n).derivation]
         if loss == "normalized" and s.n >= 2:  # the eigenvalue (pencil) form bounds it
             derivations.append(th.reduced_matrix(s.n).derivation)
@@ -300,7 +299,7 @@ def bnb_cost(s, loss: str) -> float:
     """≈ flop-equivalents of the branch and bound and of the independent check of its
     certificate (measured at most about as costly: ×2): its box budget × one box's work for
     the loss (:func:`.settings.bnb_box_work`); 0 when it does not run."""
-    from .settings import bnb_box_work
+    from ..settings import bnb_box_work
 
     if not _bnb_allowed(s):
         return 0.0

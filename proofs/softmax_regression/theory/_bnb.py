@@ -1,12 +1,12 @@
 r"""A certified upper bound on the gradient's Lipschitz constant by branch and bound (theory side).
 
-The bound is $R^2\sup\psi$ over the reduced domain of :mod:`.theory_hessian` (the derived
+The bound is $R^2\sup\psi$ over the reduced domain of :mod:`._hessian` (the derived
 forms, lowered to interval arithmetic; nothing else is typed here).  Domains use the symmetries
 of $\psi$ (a simultaneous permutation of the logits, the direction and the target; $v\mapsto-v$;
 for the normalized loss shifts of $z$, $v$ and $b$ along $\mathbf 1$):
 
 * normalized, ``method="eigen"`` (default): the sup over the direction is the largest
-  $|\lambda|$ of the pencil $(K(f,b),G)$ of :func:`theory_hessian.reduced_matrix`; the domain
+  $|\lambda|$ of the pencil $(K(f,b),G)$ of :func:`._hessian.reduced_matrix`; the domain
   is covered exactly by boxes in sphere coordinates — the sorted logits $z_0\ge\dots\ge
   z_{n-1}=0$ from a radius $r\le\rho=R^2$ (their centred norm) and a direction on a face of a
   cube, the target $b\perp\mathbf 1$ on the unit sphere from a face of another cube — and
@@ -48,7 +48,7 @@ from icltheory.bounds._interval import (Interval, Quad, _down, _up, branch_and_b
 from icltheory.certify import BoxCertificate, SoftmaxPencil, SoftmaxRatio
 from icltheory.core import cached
 
-from . import theory_hessian
+from . import _hessian as hessian
 
 __all__ = ["Band", "certified_band", "certified_upper", "reduced_value"]
 
@@ -77,7 +77,7 @@ class Band:
 
 @cached
 def _lowered(loss: str, n: int):
-    rh = theory_hessian.reduced_hessian(loss, n)
+    rh = hessian.reduced_hessian(loss, n)
     args = list(rh.x) + list(rh.v)
     value = lambdify_interval(args, rh.psi)
     return rh, value, sp.lambdify(args, rh.psi, "numpy"), dual_gradient(value)
@@ -234,7 +234,7 @@ class _Problem:
 
 @cached
 def _lowered_delta(n: int):
-    rm = theory_hessian.reduced_matrix(n)
+    rm = hessian.reduced_matrix(n)
     args = list(rm.x) + list(rm.c)
     return (rm, lambdify_interval(args, sp.Tuple(*rm.delta)),
             sp.lambdify(args, sp.Tuple(*rm.delta), "numpy"))
@@ -302,7 +302,7 @@ def _pencil_bound(Mlo: np.ndarray, Mhi: np.ndarray, Fn: np.ndarray) -> np.ndarra
 
 
 class _EigenProblem:
-    r"""Normalized loss by the pencil (K, G) of :func:`theory_hessian.reduced_matrix`, over
+    r"""Normalized loss by the pencil (K, G) of :func:`._hessian.reduced_matrix`, over
     boxes in θ = (g_0..g_{m−1}, c_0..c_{m−1}), m = n − 1:
 
     * the logits by their gaps g_k = z_k − z_{k+1} ≥ 0 (z_{n−1} = 0, so z is sorted and linear
@@ -753,7 +753,7 @@ def _domain(pb, loss: str, n: int, R: float, rho: float):
     """The certificate's domain: the set the boxes cover and the quantity (the derivation's
     SymPy forms), as the independent checker reads them."""
     if isinstance(pb, _EigenProblem):
-        rm = theory_hessian.reduced_matrix(n)
+        rm = hessian.reduced_matrix(n)
         return SoftmaxPencil(n, float(R), rho, pb.gmax, rm.delta, rm.K, rm.x, rm.c)
-    rh = theory_hessian.reduced_hessian(loss, n)
+    rh = hessian.reduced_hessian(loss, n)
     return SoftmaxRatio(loss, n, float(R), rho, pb.zmax, rh.psi, rh.x, rh.v)
