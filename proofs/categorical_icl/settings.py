@@ -246,7 +246,7 @@ class ParameterSetting(Setting):
                         doc="context length (the paper's code uses 125)")
     K: int = Int(1, min=1, max=2, doc="blocks of the Transformer (its first block is read)")
     x_dist: str = _xdist("cube", sample=False)
-    L_small: int | None = Int(None, min=16, max=100_000, by_profile=(64, 128, 512),
+    L_small: int | None = Int(None, min=16, max=100_000, by_profile=(32, 128, 512),
                               doc="training prompts of the first group of runs")
     L_large: int | None = Int(None, min=32, max=100_000, by_profile=(1024, 4096, 8192),
                               doc="training prompts of the second group of runs (more than L_small)")
