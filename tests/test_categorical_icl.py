@@ -642,13 +642,20 @@ def test_parameter_judge_separation_and_training_state():
     lo, hi = [0.1, 0.2, 0.15, 0.3, 0.25, 0.05, 0.12], [0.6, 0.7, 0.65, 0.8, 0.75, 0.55, 0.62]
     v = _parameter_verdict(lo, hi)
     assert v.verdict == "holds" and v.measured["alignment"]["L=1024"][3] == 0.8, v.summary()
+    # the gap between the groups is 0.55 − 0.3: a predicted form within half of it still holds
+    assert abs(v.measured["form_resolution"] - 0.125) < 1e-12
+    d = get_claim("catgd.tf-parameters").setting({"profile": "quick"}).d
+    tilted = np.eye(d) / np.sqrt(d)
+    tilted[0, 1] = 0.1
+    tilted /= np.linalg.norm(tilted)  # at distance < 0.1 from I/‖I‖
+    assert _parameter_verdict(lo, hi, predict={"qk_form": ",".join(repr(float(x)) for x in tilted.ravel())}
+                              ).verdict == "holds"
     assert _parameter_verdict(hi, lo).verdict == "fails"
     assert _parameter_verdict(lo, hi[:-1] + [0.29]).verdict == "inconclusive"
     assert _parameter_verdict(lo, hi, {("small", 2): "improving"}).verdict == "inconclusive"
     assert _parameter_verdict(lo, hi, {("large", 2): "improving"}).verdict == "holds"
     assert _parameter_verdict(hi, lo, {("large", 0): "improving"}).verdict == "inconclusive"
     assert _parameter_verdict(hi, lo, {("small", 0): "improving"}).verdict == "fails"
-    d = get_claim("catgd.tf-parameters").setting({"profile": "quick"}).d
     minus = ",".join(repr(-float(x)) for x in np.eye(d).ravel())
     assert _parameter_verdict(lo, hi, predict={"qk_form": minus}).verdict == "fails"
     assert _parameter_verdict(hi, lo, predict={"qk_form": minus}).verdict == "holds"
@@ -660,8 +667,6 @@ def test_parameter_separation_test_has_its_stated_level():
     runs are exactly the 7 largest is 1/C(14, 7), the level the check states (simulated, 700 000
     draws; the hit count within 5 standard deviations of its expectation)."""
     import math
-
-    from proofs.categorical_icl.claims.parameters import TFParameters  # noqa: F401 (the judged claim)
 
     rng = np.random.default_rng(7)
     n, hits = 700_000, 0

@@ -10,7 +10,7 @@ from icltheory.core import PlantedError, lazy_module
 theory = lazy_module("proofs.categorical_icl.theory")
 
 __all__ = ["SOURCE", "EXACT_WHY", "THEORY", "EXPERIMENTS", "term_size", "SOFTMAX_TEMPERATURE_THEORY",
-           "SCORE_TEMPERATURE_EXPERIMENT", "KERNEL_SCALE_THEORY"]
+           "SCORE_TEMPERATURE_EXPERIMENT", "KERNEL_SCALE_THEORY", "step_work", "synthetic_task"]
 
 SOURCE = "Wang et al., ICML 2025, arXiv 2405.17248"
 EXACT_WHY = ("exact identity evaluated in float64: a few hundred flops per entry give round-off "
@@ -93,3 +93,21 @@ def untrained(learner_class: str):
             return orig(learner, train_set, val_set, rng, **kw)
         return train
     return wrap
+
+
+# ------------------------------------------------------------------ the trained models' settings
+
+
+def step_work(s) -> float:
+    """Work of one prompt's forward and backward pass through one block of the trained models
+    (the estimates of the trained-model claims multiply it by blocks, steps and batch)."""
+    D = s.d + 3 * s.dprime
+    return (s.N + 1) * (s.N * D * 6 + D * D * 12 + s.C * D * 4) * 3
+
+
+def synthetic_task(s, run) -> dict:
+    """The synthetic generator's arguments for the setting ``s``: the true label embedding is
+    drawn from the run's stream 1 (every trained-model claim draws it there)."""
+    W_true = run.rng(1).standard_normal((s.dprime, s.C))
+    return dict(d=s.d, N=s.N, W_true=W_true, amplitude=s.amplitude, x_dist=s.x_dist)
+

@@ -9,7 +9,8 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import ThresholdSetting
-from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, untrained
+from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, step_work, synthetic_task,
+                      untrained)
 
 ex = lazy_module("proofs.categorical_icl.experiments")
 
@@ -143,8 +144,7 @@ budget. Reported: the trained Transformer's $Q_x^\top K_x$ distance to a scaled 
                 "tf_matches_from": float(th["tf_matches_from"][s.K])}
 
     def estimate(self, s):
-        D = s.d + 3 * s.dprime
-        per = (s.N + 1) * (s.N * D * 6 + D * D * 12 + s.C * D * 4) * 3
+        per = step_work(s)
         tail = PATIENCE * EVAL_EVERY
         steps = [min(s.steps, _GD_STEPS + tail) + min(s.steps, _TF_EPOCHS * L / 128 + tail) for L in s.train_sizes]
         # 0.3 per counted prompt-pass of a training step, as for catgd.training (measured); a look
@@ -156,8 +156,7 @@ budget. Reported: the trained Transformer's $Q_x^\top K_x$ distance to a scaled 
     def measure(self, s, run):
         tr = ex.training
         lay = ex.model.layout(s.d, s.dprime)
-        W_true = run.rng(1).standard_normal((s.dprime, s.C))
-        gen = dict(d=s.d, N=s.N, W_true=W_true, amplitude=s.amplitude, x_dist=s.x_dist)
+        gen = synthetic_task(s, run)
         val = ex.data.synthetic_dataset(run.rng(2), 2048, **gen)
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
         sizes = [int(v) for v in s.train_sizes]

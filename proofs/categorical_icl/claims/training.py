@@ -8,7 +8,8 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import DepthSetting, TrainingSetting
-from ._common import _A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, untrained
+from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, step_work, synthetic_task,
+                      untrained)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -108,8 +109,7 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         return {k: trends[k] for k in ("min_gd_nll_advantage_small_L", "max_gap_ratio")}
 
     def estimate(self, s):
-        D = s.d + 3 * s.dprime
-        per = (s.N + 1) * (s.N * D * 6 + D * D * 12 + s.C * D * 4) * 3
+        per = step_work(s)
         # 0.3: the measured cost of a training step per counted prompt-pass (Adam, clipping,
         # evaluations every steps/10 included) at the budgets' 1e9 per CPU second
         return Cost(work=0.3 * 2 * len(s.train_sizes) * s.K * s.steps * 128 * per,
@@ -118,9 +118,7 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
     def measure(self, s, run):
         tr = ex.training
         lay = ex.model.layout(s.d, s.dprime)
-        rng = run.rng(1)
-        W_true = rng.standard_normal((s.dprime, s.C))
-        gen = dict(d=s.d, N=s.N, W_true=W_true, amplitude=s.amplitude, x_dist=s.x_dist)
+        gen = synthetic_task(s, run)
         val = ex.data.synthetic_dataset(run.rng(2), 512, **gen)
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
         sizes = [int(v) for v in s.train_sizes]
@@ -237,8 +235,7 @@ training run per model: an unresolved gain is no evidence against the paper).
         return {"min_depth_nll_gain": import_module(f"{THEORY}._paper").TRAINING_TRENDS["min_depth_nll_gain"]}
 
     def estimate(self, s):
-        D = s.d + 3 * s.dprime
-        per = (s.N + 1) * (s.N * D * 6 + D * D * 12 + s.C * D * 4) * 3
+        per = step_work(s)
         # 0.25: as for catgd.training, measured
         return Cost(work=0.25 * (2 * s.K + s.K_deep) * s.steps * 128 * per,
                     memory=8.0 * s.L * (s.N + 1) * (s.d + s.C) * 3)
@@ -246,8 +243,7 @@ training run per model: an unresolved gain is no evidence against the paper).
     def measure(self, s, run):
         tr = ex.training
         lay = ex.model.layout(s.d, s.dprime)
-        W_true = run.rng(1).standard_normal((s.dprime, s.C))
-        gen = dict(d=s.d, N=s.N, W_true=W_true, amplitude=s.amplitude, x_dist=s.x_dist)
+        gen = synthetic_task(s, run)
         val = ex.data.synthetic_dataset(run.rng(2), 512, **gen)
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
         train = ex.data.synthetic_dataset(run.rng(4), s.L, **gen)

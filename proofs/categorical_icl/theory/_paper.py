@@ -101,7 +101,7 @@ class Paper:
         :math:`Q=K=\sqrt s\,S_x` it is the identity)."""
         xj, xi = sp.symbols(f"xj0:{d}", real=True), sp.symbols(f"xi0:{d}", real=True)
         logit = self.kernels.terms["softmax logit"].subs(_dot, sum(a * b for a, b in zip(xj, xi)))
-        form = sp.Matrix(d, d, lambda a, b: sp.simplify(sp.diff(logit, xj[a], xi[b]) / _s))
+        form = sp.Matrix(d, d, lambda a, b: sp.diff(logit, xj[a], xi[b]) / _s)
         if form.free_symbols:
             raise ValueError(f"the update head's score is not bilinear in x_j, x_i: {form}")
         return np.array(form.tolist(), dtype=float)
