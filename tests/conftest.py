@@ -90,21 +90,31 @@ def _claim_ids() -> tuple[str, ...]:
 
 
 def _group(nodeid: str) -> str:
-    """The unit of work a test belongs to: the planted error it runs (parameter id
-    ``CLAIM:SIDE:TARGET``: runs of one planted error share the theory derived under it), else
-    the claim it is parametrized by (its id opens the parameter id: the claim's shared
-    measurements), else the test itself."""
+    """The unit of work a test belongs to: the claim it is parametrized by (its id opens the
+    parameter id, as in ``CLAIM``, ``CLAIM-…`` and a planted error's ``CLAIM:SIDE:TARGET``), so
+    every test that starts from the claim's shared measurements (its quick default run, the
+    combined run of its theory errors) runs where they are made and none is measured twice by
+    two workers at once; else the test itself."""
     if "[" not in nodeid:
         return nodeid
     params = nodeid[nodeid.index("[") + 1:]
     claim = next((cid for cid in _claim_ids() if params.startswith(cid)
                   and params[len(cid):len(cid) + 1] in (":", "-", "]")), None)
-    if claim is None:
-        return nodeid
-    rest = params[len(claim):].rstrip("]")
-    if rest.startswith((":theory:", ":measurement:")):
-        return "planted error" + rest
-    return claim
+    return nodeid if claim is None else claim
+
+
+@functools.lru_cache(maxsize=None)
+def _unit_cost(unit: str) -> float:
+    """The order units are handed out in: a claim's unit by the work its quick default run is
+    estimated to take (its tests measure at that setting a few times), so the longest units start
+    first and the two workers finish together; any other unit after them (cost 0)."""
+    from icltheory.core import get_claim
+
+    try:
+        claim = get_claim(unit)
+        return float(claim.estimate(claim.setting({"profile": "quick"})).work)
+    except Exception:  # not a claim id, or no estimate: ordered after the claims
+        return 0.0
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -117,8 +127,18 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class ByClaim(LoadScopeScheduling):
+        _ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return _group(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:  # once the queue is complete: costliest first (a stable sort)
+                units = sorted(self.workqueue.items(), key=lambda kv: -_unit_cost(kv[0]))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self._ordered = True
+            super()._assign_work_unit(node)
 
     return ByClaim(config, log)
 

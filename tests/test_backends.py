@@ -126,6 +126,8 @@ def test_namespace_operations_agree():
         assert np.array_equal(xp.to_numpy(xp.diagonal(b[0])), np.diagonal(a[0]))
         assert np.array_equal(xp.to_numpy(xp.stack([b[0], b[1]], axis=1)), np.stack([a[0], a[1]], axis=1))
         assert xp.to_numpy(xp.stack([xp.sum(b), xp.sum(b)])).shape == (2,)
+        assert np.array_equal(xp.to_numpy(xp.concatenate([b[0, 0], b[1, 2, :2]])),
+                              np.concatenate([a[0, 0], a[1, 2, :2]]))
         rows = xp.asindex(np.array([2, 0, 2]))
         assert np.array_equal(xp.to_numpy(b[rows]), a[[2, 0, 2]])  # gather
         c = xp.zeros((3, 3))

@@ -176,6 +176,27 @@ def test_backward_matches_torch_autograd(kinds):
     assert compared == X.shape[0] * (len(names) - unused)
 
 
+@pytest.mark.parametrize("kinds", _KINDS)
+def test_mean_gradients_are_the_per_prompt_gradients_averaged(kinds):
+    """``backward(mean=True)`` (what training reads: one product over the stacked rows per
+    parameter) equals the per-prompt gradients averaged over the prompts, for every parameter
+    family, to round-off (1e-13 relative to each gradient's largest entry: the two sum the
+    same terms in another order); a frozen δ head's zeros keep their shape."""
+    _, model, X, y, target, logits, named = _backprop_case(kinds, 5)
+    cache = M.forward(model, X, y)[2]
+    g = M.backward(model, X, y, target, logits, cache, mean=True)
+    mean = {w: g[w] for w in ("W_u", "W_v", "W_x", "W_ro")}
+    for b, gb in enumerate(g["blocks"]):
+        for h, gh in enumerate(gb["heads"]):
+            mean.update({f"b{b}h{h}{m}": gh[m] for m in "QKV"})
+        mean.update({f"b{b}c{m}": gb["cross"][m] for m in ("Qc", "Kc", "Vc")})
+    assert set(mean) == set(named) - {"X"}
+    for name, got in mean.items():
+        ref = named[name][1].mean(0)
+        assert got.shape == ref.shape, name
+        assert np.abs(got - ref).max() <= 1e-13 * max(np.abs(ref).max(), 1e-300), name
+
+
 # ----------------------------------------------------------------------------- construction (C1)
 
 

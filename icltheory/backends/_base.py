@@ -81,6 +81,10 @@ class Backend(abc.ABC):
         """The arrays (all of one shape; 0-d allowed) stacked along a new axis ``axis``."""
 
     @abc.abstractmethod
+    def concatenate(self, arrays: Sequence[Any]) -> Any:
+        """The 1-d arrays joined end to end, in order."""
+
+    @abc.abstractmethod
     def diagonal(self, a: Any) -> Any:
         """The main diagonal of a 2-D array (numpy's ``diagonal`` over axes 0 and 1)."""
 

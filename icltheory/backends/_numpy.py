@@ -42,6 +42,9 @@ class NumpyBackend(Backend):
     def stack(self, arrays, axis=0):
         return np.stack(arrays, axis=axis)
 
+    def concatenate(self, arrays):
+        return np.concatenate(list(arrays))
+
     def diagonal(self, a):
         return np.diagonal(a)
 

@@ -69,6 +69,9 @@ class TorchBackend(Backend):
     def stack(self, arrays, axis=0):
         return self._torch.stack(list(arrays), dim=axis)
 
+    def concatenate(self, arrays):
+        return self._torch.cat(list(arrays))
+
     def diagonal(self, a):
         return self._torch.diagonal(a)
 

@@ -165,9 +165,15 @@ def _scores(kind: str, q, k, xp=NUMPY):
     return g, a
 
 
+def _rows(a, W):
+    """``a @ W`` for tokens ``a`` (B, T, D) and one matrix ``W`` (D, r): a single product over the
+    stacked rows (B·T, D) rather than one per prompt."""
+    return (a.reshape(-1, a.shape[-1]) @ W).reshape(tuple(a.shape[:-1]) + (W.shape[-1],))
+
+
 def _head_forward(head: Head, H, N: int, xp=NUMPY):
     Hc = H[:, :N]
-    val = Hc @ head.V.T
+    val = _rows(Hc, head.V.T)
     if head.kind == "delta":
         # the weights are δ_ij for context rows and 0 for the query: the output is the values
         # themselves on the context rows (what the product with that 0/1 matrix gives, exactly)
@@ -175,18 +181,18 @@ def _head_forward(head: Head, H, N: int, xp=NUMPY):
         out = xp.zeros((H.shape[0], H.shape[1], val.shape[-1]))
         out[:, :N] = val
         return out, {"val": val}
-    q = H @ head.Q.T
-    k = Hc @ head.K.T
+    q = _rows(H, head.Q.T)
+    k = _rows(Hc, head.K.T)
     g, a = _scores(head.kind, q, k, xp)
     return a @ val, {"a": a, "val": val, "q": q, "k": k, "g": g}
 
 
 def _cross_forward(cr: Cross, H, W_x, xp=NUMPY):
-    q = H @ cr.Qc.T  # (B,T,p)
+    q = _rows(H, cr.Qc.T)  # (B,T,p)
     kc = (cr.Kc @ W_x).T  # (C,p)
     vals = (cr.Vc @ W_x).T  # (C,D)
-    a = xp.softmax(q @ kc.T, axis=-1)  # (B,T,C)
-    return a @ vals, {"q": q, "kc": kc, "vals": vals, "a": a}
+    a = xp.softmax(_rows(q, kc.T), axis=-1)  # (B,T,C)
+    return _rows(a, vals), {"q": q, "kc": kc, "vals": vals, "a": a}
 
 
 def cross_attention(cr: Cross, H, W_x, xp=NUMPY):
@@ -236,18 +242,28 @@ def _dscores(kind: str, a, da, N: int, xp=NUMPY):
     return a * (da - xp.sum(a * da, axis=-1, keepdims=True))
 
 
-def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY):
+def _outer(a, b, mean: bool, xp=NUMPY):
+    r"""Per prompt :math:`\sum_t a_t b_t^\top` over the rows of ``a`` (B, T, r) and ``b``
+    (B, T, D): shape (B, r, D); with ``mean``, its mean over the prompts (r, D), as one product
+    of the stacked rows (what a parameter's gradient needs when training reads only the mean)."""
+    if not mean:
+        return xp.swapaxes(a, 1, 2) @ b
+    return xp.swapaxes(a.reshape(-1, a.shape[-1]), 0, 1) @ b.reshape(-1, b.shape[-1]) / a.shape[0]
+
+
+def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = False):
     Hc = H[:, :N]
     val = c["val"]
     # δ weights pass the context rows' gradient straight to the values
     dval = dout[:, :N] if head.kind == "delta" else xp.swapaxes(c["a"], 1, 2) @ dout  # (B,N,D)
-    grads = {} if head.frozen else {"V": xp.swapaxes(dval, 1, 2) @ Hc}
+    grads = {} if head.frozen else {"V": _outer(dval, Hc, mean, xp)}
     dH = xp.zeros(tuple(H.shape))
-    dH[:, :N] += dval @ head.V
+    dH[:, :N] += _rows(dval, head.V)
     if head.kind == "delta":
         if not head.frozen:
-            grads["Q"] = xp.zeros((H.shape[0],) + tuple(head.Q.shape))
-            grads["K"] = xp.zeros((H.shape[0],) + tuple(head.K.shape))
+            lead = () if mean else (H.shape[0],)
+            grads["Q"] = xp.zeros(lead + tuple(head.Q.shape))
+            grads["K"] = xp.zeros(lead + tuple(head.K.shape))
         return grads, dH
     a, q, k = c["a"], c["q"], c["k"]
     da = dout @ xp.swapaxes(val, 1, 2)  # (B,T,N)
@@ -263,60 +279,63 @@ def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY):
         dq = -xp.einsum("bji,bjir->bjr", dg, sgn)
         dk = xp.einsum("bji,bjir->bir", dg, sgn)
     if not head.frozen:
-        grads["Q"] = xp.swapaxes(dq, 1, 2) @ H
-        grads["K"] = xp.swapaxes(dk, 1, 2) @ Hc
-    dH += dq @ head.Q
-    dH[:, :N] += dk @ head.K
+        grads["Q"] = _outer(dq, H, mean, xp)
+        grads["K"] = _outer(dk, Hc, mean, xp)
+    dH += _rows(dq, head.Q)
+    dH[:, :N] += _rows(dk, head.K)
     return grads, dH
 
 
-def _cross_backward(cr: Cross, c: dict, H, dout, W_x, xp=NUMPY):
+def _cross_backward(cr: Cross, c: dict, H, dout, W_x, xp=NUMPY, mean: bool = False):
     q, kc, vals, a = c["q"], c["kc"], c["vals"], c["a"]
-    da = dout @ vals.T  # (B,T,C)
+    da = _rows(dout, vals.T)  # (B,T,C)
     dg = a * (da - xp.sum(a * da, -1, keepdims=True))
-    dq = dg @ kc  # (B,T,p)
+    dq = _rows(dg, kc)  # (B,T,p)
     if cr.frozen:
-        return {}, dq @ cr.Qc, None
-    dvals = xp.swapaxes(a, 1, 2) @ dout  # (B,C,D) per prompt
-    dkc = xp.swapaxes(dg, 1, 2) @ q  # (B,C,p)
+        return {}, _rows(dq, cr.Qc), None
+    dvals = _outer(a, dout, mean, xp)  # (B,C,D) per prompt, or (C,D)
+    dkc = _outer(dg, q, mean, xp)  # (B,C,p), or (C,p)
     grads = {
-        "Qc": xp.swapaxes(dq, 1, 2) @ H,
-        "Kc": xp.swapaxes(dkc, 1, 2) @ W_x.T,
-        "Vc": xp.swapaxes(dvals, 1, 2) @ W_x.T,
+        "Qc": _outer(dq, H, mean, xp),
+        "Kc": xp.swapaxes(dkc, -1, -2) @ W_x.T,
+        "Vc": xp.swapaxes(dvals, -1, -2) @ W_x.T,
     }
-    dW_x = xp.swapaxes(dkc @ cr.Kc, 1, 2) + xp.swapaxes(dvals @ cr.Vc, 1, 2)
-    return grads, dq @ cr.Qc, dW_x
+    dW_x = xp.swapaxes(dkc @ cr.Kc, -1, -2) + xp.swapaxes(dvals @ cr.Vc, -1, -2)
+    return grads, _rows(dq, cr.Qc), dW_x
 
 
-def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY):
+def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, mean: bool = False):
     """Per-prompt gradients of :func:`query_loss` (hand-written reverse mode), on the namespace
     ``xp`` of :func:`forward`.
 
     Returns a dict with ``blocks`` (a list, per block, of ``{"heads": [{"Q","K","V"}],
     "cross": {"Qc","Kc","Vc"}}``), ``W_u``, ``W_v``, ``W_x``, ``W_ro`` and ``X``; every
-    array has a leading prompt axis.
+    array has a leading prompt axis.  With ``mean``, the parameters' gradients are their means
+    over the prompts instead (no prompt axis; each one product over the stacked rows, the cheap
+    form training needs); ``X``'s stays per prompt.
     """
     lay = model.lay
     N = cache["N"]
     B = X.shape[0]
     p = xp.softmax(logits, -1)
     dlogits = p * xp.sum(target, -1, keepdims=True) - target
-    grads: dict = {"W_ro": xp.einsum("bd,bc->bdc", cache["fq"], dlogits)}
+    grads: dict = {"W_ro": (xp.swapaxes(cache["fq"], 0, 1) @ dlogits / B if mean
+                            else xp.einsum("bd,bc->bdc", cache["fq"], dlogits))}
     dH = xp.zeros((B, X.shape[1], lay.D))
     dH[:, -1, lay.f] = dlogits @ model.W_ro.T
-    dW_x = xp.zeros((B,) + tuple(model.W_x.shape))
+    dW_x = xp.zeros((() if mean else (B,)) + tuple(model.W_x.shape))
     bgrads = []
     for blk, c in zip(reversed(model.blocks), reversed(cache["blocks"])):
         g_blk: dict = {"heads": [], "cross": None}
         if blk.cross is not None:
-            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dH, model.W_x, xp)
+            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dH, model.W_x, xp, mean)
             g_blk["cross"] = gc
             if dWx is not None:
                 dW_x += dWx
             dH = dH + dHc
         dH_in = dH
         for h, hc in zip(blk.heads, c["heads"]):
-            gh, dHh = _head_backward(h, hc, c["Hin"], dH, N, xp)
+            gh, dHh = _head_backward(h, hc, c["Hin"], dH, N, xp, mean)
             g_blk["heads"].append(gh)
             dH_in = dH_in + dHh  # a new array: dH itself stays the heads' common input
         dH = dH_in
@@ -326,8 +345,13 @@ def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY):
     C = model.W_u.shape[1]
     onehot = xp.zeros((B, N, C))
     onehot[xp.asindex(np.arange(B))[:, None], xp.asindex(np.arange(N))[None, :], labels] = 1.0
-    grads["W_u"] = xp.einsum("bnd,bnc->bdc", dH[:, :N, lay.u], onehot)
-    grads["W_v"] = xp.einsum("bd,c->bdc", xp.sum(dH[:, :, lay.v], 1), xp.asarray(np.full(C, 1.0 / C)))
+    uniform = xp.asarray(np.full(C, 1.0 / C))
+    if mean:
+        grads["W_u"] = _outer(dH[:, :N, lay.u], onehot, True, xp)
+        grads["W_v"] = xp.einsum("d,c->dc", xp.sum(xp.sum(dH[:, :, lay.v], 1), 0) / B, uniform)
+    else:
+        grads["W_u"] = xp.einsum("bnd,bnc->bdc", dH[:, :N, lay.u], onehot)
+        grads["W_v"] = xp.einsum("bd,c->bdc", xp.sum(dH[:, :, lay.v], 1), uniform)
     grads["X"] = dH[:, :, lay.x]
     return grads
 

@@ -80,12 +80,16 @@ class GDLearner:
         return Model(self.lay, W, W, W, W, blocks)
 
     def grads(self, g: dict, xp=NUMPY) -> dict:
+        """The learner's parameter gradients from the model's mean gradients
+        (:func:`~._model.backward` with ``mean=True``): ``W`` is tied into all four embeddings,
+        ``α_k`` sits in block k's update value at ``[f, u]`` and (negated) ``[f, v]``, ``r`` in
+        its query and key maps on the ``x`` columns."""
         lay = self.lay
-        gW = xp.mean(g["W_u"] + g["W_v"] + g["W_x"] + g["W_ro"], axis=0)
-        ga = xp.stack([xp.diagonal(xp.mean(b["heads"][0]["V"], axis=0)[lay.f, lay.u])
-                       - xp.diagonal(xp.mean(b["heads"][0]["V"], axis=0)[lay.f, lay.v]) for b in g["blocks"]])
-        gr = sum(xp.sum(xp.diagonal(xp.mean(b["heads"][0]["Q"], axis=0)[:, lay.x]))
-                 + xp.sum(xp.diagonal(xp.mean(b["heads"][0]["K"], axis=0)[:, lay.x])) for b in g["blocks"])
+        gW = g["W_u"] + g["W_v"] + g["W_x"] + g["W_ro"]
+        ga = xp.stack([xp.diagonal(b["heads"][0]["V"][lay.f, lay.u]) - xp.diagonal(b["heads"][0]["V"][lay.f, lay.v])
+                       for b in g["blocks"]])
+        gr = sum(xp.sum(xp.diagonal(b["heads"][0]["Q"][:, lay.x])) + xp.sum(xp.diagonal(b["heads"][0]["K"][:, lay.x]))
+                 for b in g["blocks"])
         return {"W": gW, "alpha": ga, "r": xp.stack([gr])}
 
 
@@ -120,13 +124,16 @@ class TFLearner:
         return Model(self.lay, p["E"], p["E2"], p["E"], p["E"], blocks)
 
     def grads(self, g: dict, xp=NUMPY) -> dict:
-        out = {"E": xp.mean(g["W_u"] + g["W_x"] + g["W_ro"], axis=0), "E2": xp.mean(g["W_v"], axis=0)}
+        """The learner's parameter gradients from the model's mean gradients
+        (:func:`~._model.backward` with ``mean=True``): ``E`` is tied into the label embedding,
+        the cross-attention table and the readout; the rest are the model's own."""
+        out = {"E": g["W_u"] + g["W_x"] + g["W_ro"], "E2": g["W_v"]}
         for k, b in enumerate(g["blocks"]):
             for h in (1, 2):
                 for m in "QKV":
-                    out[f"{m}{h}_{k}"] = xp.mean(b["heads"][h - 1][m], axis=0)
+                    out[f"{m}{h}_{k}"] = b["heads"][h - 1][m]
             for m in ("Qc", "Kc", "Vc"):
-                out[f"{m}_{k}"] = xp.mean(b["cross"][m], axis=0)
+                out[f"{m}_{k}"] = b["cross"][m]
         return out
 
     def qk_x(self, p=None):
@@ -168,15 +175,26 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
     ``steps``; the kept parameters are still the best seen).  Runs on the array namespace ``xp``;
     ``learner.params`` (numpy) is replaced by the kept parameters (numpy).  Returns the curve
     ``[(step, train_loss, val_loss)]``."""
-    # every update below makes new arrays (none is changed in place), so the dict of the best
-    # parameters can hold the arrays themselves
-    p = {k: xp.asarray(v) for k, v in learner.params.items()}
-    m = {k: xp.zeros(tuple(v.shape)) for k, v in p.items()}
-    v2 = {k: xp.zeros(tuple(v.shape)) for k, v in p.items()}
+    # Adam runs on one flat vector of every parameter (a few whole-vector operations a step,
+    # elementwise the same arithmetic as per parameter); the parameters are views into it.  Every
+    # update makes a new vector (none is changed in place), so the kept best parameters can be
+    # views of an old one
+    keys = list(learner.params)
+    shapes = [tuple(np.shape(learner.params[k])) for k in keys]
+    ends = np.cumsum([int(np.prod(sh)) for sh in shapes]).tolist()
+    starts = [0] + ends[:-1]
+
+    def unflat(vec) -> dict:
+        return {k: vec[a:b].reshape(sh) for k, a, b, sh in zip(keys, starts, ends, shapes)}
+
+    theta = xp.asarray(np.concatenate([np.ravel(learner.params[k]) for k in keys]))
+    p = unflat(theta)
+    m = xp.zeros((ends[-1],))
+    v2 = xp.zeros((ends[-1],))
     b1, b2, eps = 0.9, 0.999, 1e-8
     C = train_set.p_query.shape[1]
     X_all, labels_all = xp.asarray(train_set.X), xp.asindex(train_set.labels)
-    best = (np.inf, dict(p))
+    best = (np.inf, p)
     curve = []
     run = []
     ref, stalled = np.inf, 0
@@ -188,22 +206,22 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
         target = xp.asarray(_onehot(train_set.y_query[idx], C))
         logits, _, cache = forward(model, X, labels, xp=xp)
         run.append(float(xp.mean(query_loss(logits, target, xp))))
-        g = learner.grads(backward(model, X, labels, target, logits, cache, xp), xp)
-        gn = np.sqrt(sum(float(xp.sum(a * a)) for a in g.values()))
+        g = learner.grads(backward(model, X, labels, target, logits, cache, xp, mean=True), xp)
+        gflat = xp.concatenate([g[k].reshape(-1) for k in keys])
+        gn = float(xp.sqrt(xp.sum(gflat * gflat)))
         if not np.isfinite(gn):
             raise FloatingPointError(f"non-finite gradient at step {t}")
-        sc = min(1.0, clip / gn) if gn > 0 else 1.0
-        for k in p:
-            gk = g[k] * sc
-            m[k] = b1 * m[k] + (1 - b1) * gk
-            v2[k] = b2 * v2[k] + (1 - b2) * gk * gk
-            p[k] = p[k] - lr * (m[k] / (1 - b1 ** t)) / (xp.sqrt(v2[k] / (1 - b2 ** t)) + eps)
+        gk = gflat * (min(1.0, clip / gn) if gn > 0 else 1.0)
+        m = b1 * m + (1 - b1) * gk
+        v2 = b2 * v2 + (1 - b2) * gk * gk
+        theta = theta - lr * (m / (1 - b1 ** t)) / (xp.sqrt(v2 / (1 - b2 ** t)) + eps)
+        p = unflat(theta)
         if t % eval_every == 0 or t == steps:
             val = float(evaluate(learner, val_set, p, xp=xp)[0].mean())
             curve.append((t, float(np.mean(run)), val))
             run = []
             if val < best[0]:
-                best = (val, dict(p))
+                best = (val, p)
             recent = [c[2] for c in curve[-smooth:]]
             level = sum(recent) / len(recent)
             if level < ref - min_delta:
