@@ -143,7 +143,20 @@ def pytest_xdist_make_scheduler(config, log):
     return ByClaim(config, log)
 
 
+#: the developer tier (``pytest -m "not slow"``, the one-minute loop) leaves out every test of a
+#: claim whose quick default run is estimated above this much work (``Claim.estimate``; 1e9 is
+#: about a CPU second on the reference machine): the trained-model claims and the longer flows,
+#: which the full suite (README's test command) still runs with all their tests
+DEV_TIER_WORK = 2e9
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    slow = pytest.mark.slow
+    for item in items:
+        unit = _group(item.nodeid)
+        if unit != item.nodeid and _unit_cost(unit) > DEV_TIER_WORK:
+            item.add_marker(slow)
     if THOROUGH:
         return
     skip = pytest.mark.skip(reason="heavy check: run with HYPOTHESIS_PROFILE=thorough")

@@ -85,6 +85,7 @@ def test_events_stop_budget_and_resume():
     assert max(steps) < 3 * min(steps), steps
 
 
+@pytest.mark.slow
 def test_batched_rows_equal_single_rows():
     """Each row of a batch has its own steps and error control: a row integrated with others has
     the learning times it has alone."""
@@ -117,6 +118,7 @@ def test_rows_of_different_ranks_pause_and_continue():
     assert np.allclose(both.M[1, :n], alone.M[0, :n], rtol=1e-7, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("R", [1, 4])
 def test_batch_ndf_matches_scipy(R):
     """The default solver (the batched NDF with the structured linear algebra) against SciPy's BDF
@@ -258,6 +260,7 @@ def test_compare_solutions_unmatched_events():
     assert d.events[3] == pytest.approx(1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["NDF", "LSODA"])
 def test_flow_accuracy_is_measured(method):
     """The population flow records its measured error per row (re-solve at 10× tighter

@@ -190,6 +190,7 @@ def test_nonlinear_claims_same_verdict_on_torch(claim_id):
             assert np.isclose(vt.measured[k], x, rtol=1e-9, atol=1e-12), k
 
 
+@pytest.mark.slow
 def test_torch_backend_refused_where_nothing_uses_it():
     c = get_claim("nonlinear.rescaling")
     with pytest.raises(SettingError) as e:
@@ -291,6 +292,7 @@ def _catgd_problem():
 _CATGD_STEPS = 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("learner", ["GD", "TF"])
 def test_catgd_trainer_torch_matches_numpy(learner):
     """The catgd trainer (Adam, clipping, early stopping) on both backends: the same loss

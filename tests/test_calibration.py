@@ -291,6 +291,7 @@ def _exch_reference(rows, col, alpha):
     return abs(rows[:, col].sum()) <= t
 
 
+@pytest.mark.slow
 def test_exchangeable_false_fails_and_reference():
     """(a) Exchangeable heavy-tailed rows: rate ≤ α; every decision equals the reference."""
     alpha = 0.01

@@ -446,6 +446,7 @@ def test_stationarity_defaults_to_the_multistep_construction():
     assert get_claim("catgd.stationarity").setting({}).K == 2
 
 
+@pytest.mark.slow
 def test_multistep_stationarity_structure_holds_paper_fails():
     """K = 2: the structured statement holds; the paper's all-parameter statement fails, naming
     block 2's f→f or untied-value directions."""

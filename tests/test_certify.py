@@ -43,6 +43,7 @@ def cert3():
     dict(n=2), dict(n=3, R=2.0), dict(n=4, boxes=1500),
     dict(loss="rescaled", n=3, boxes=4000), dict(n=3, method="ratio", boxes=3000),
 ], ids=["pencil-n2", "pencil-n3-R2", "pencil-n4-frontier", "rescaled-n3", "ratio-n3"])
+@pytest.mark.slow
 def test_the_checker_accepts_real_certificates(args):
     band = _band(**args)
     rep = check_certificate(band.certificate)
@@ -96,6 +97,7 @@ def test_each_unsound_slip_is_refuted(monkeypatch, key, args, needle):
     assert needle in rep.bad and rep.bad  # the first bad box (or the violated claim) is named
 
 
+@pytest.mark.slow
 def test_the_tight_certificates_of_those_slips_verify_without_them():
     for args in (dict(n=3, stop=0.3042, boxes=200_000), dict(n=3, R=3.0, stop=3.2325,
                                                             boxes=300_000)):

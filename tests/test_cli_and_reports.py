@@ -292,6 +292,7 @@ def _report_files(folder):
             if p.is_file() and not p.name.startswith("timing.")}
 
 
+@pytest.mark.slow
 def test_report_rerun_is_byte_identical_and_runtimes_live_apart(fake_claims, tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):

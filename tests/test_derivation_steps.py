@@ -12,6 +12,7 @@ from icltheory.core import Claim, all_claims
 DERIVED = sorted(c.id for c in all_claims() if type(c).derive is not Claim.derive)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", DERIVED)
 def test_every_step_verified_and_none_printed_the_same_on_both_sides(claim_id):
     from icltheory.core import get_claim
@@ -25,6 +26,7 @@ def test_every_step_verified_and_none_printed_the_same_on_both_sides(claim_id):
     assert not same, f"steps recorded already simplified on both sides: {same}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", DERIVED)
 def test_derivation_survives_the_disk_cache(claim_id):
     """What the disk cache stores (a pickle) reads back to the same expressions, assumptions

@@ -34,12 +34,14 @@ def test_a_planted_false_claim_is_found_and_shrunk(example, tmp_path):
         assert r.evidence and all(c["passed"] is False for c in r.evidence)
 
 
+@pytest.mark.slow
 def test_a_true_claim_is_not_refuted(example):
     r = refute(example, budget=8, seed=2)
     assert not r.found and r.exit_code == 0, r.summary()
     assert r.draws >= 2 and r.margin is not None and r.margin > 0
 
 
+@pytest.mark.slow
 def test_refute_cli(example, tmp_path, capsys):
     code = main(["refute", CLAIM, "--budget", "5", "--json", "--out", str(tmp_path), "--quiet"])
     out = json.loads(capsys.readouterr().out)
@@ -51,6 +53,7 @@ def test_refute_cli(example, tmp_path, capsys):
         assert err.count("\n") == 1, err
 
 
+@pytest.mark.slow
 def test_boundary_brackets_the_change(example, tmp_path):
     with itest.planted(_theory_error(example)):
         b = boundary(example, "N", lo=2, hi=256, points=4, steps=4)

@@ -71,6 +71,7 @@ def test_pages_are_self_contained(report_dir):
         assert "✅" not in text and "mark ok" in text  # no emoji font needed
 
 
+@pytest.mark.slow
 def test_rerun_is_byte_identical_and_a_markdown_run_removes_stale_pages(report_dir, tmp_path):
     again = tmp_path / "again"
     assert main(["report", *CLAIMS, "--profile", "quick", "--html", "--out", str(again),
@@ -156,6 +157,7 @@ def browser():
         yield b
 
 
+@pytest.mark.slow
 @needs_chromium
 @pytest.mark.parametrize("page", [*CLAIMS, "index"])
 def test_page_in_chromium(page, report_dir, browser):
@@ -178,6 +180,7 @@ def test_page_in_chromium(page, report_dir, browser):
     assert ok, why
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_browser_checks_can_fail(tmp_path, browser):
     """The browser test would notice a page that loads something (blocked by the policy and

@@ -166,6 +166,7 @@ def test_drop_times_claim_holds_and_a_wrong_first_drop_fails():
     assert v.verdict == "inconclusive" and any("interpolated between GD steps" in r for r in v.reasons), v.summary()
 
 
+@pytest.mark.slow
 def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():
     v = _run("linattn.separate.drop-times", {"steps": 200})
     assert v.verdict == "inconclusive" and any("horizon" in r for r in v.reasons), v.summary()
@@ -181,6 +182,7 @@ def test_init_scale_wrong_lazy_rate_fails():
     assert math.isfinite(k["lazy_threshold"])
 
 
+@pytest.mark.slow
 def test_first_drop_of_gd_on_the_reduction_tends_to_the_flows_with_a_lag_of_order_lr():
     """GD at step η on the per-head reduction drops after its flow, by a lag that shrinks in
     proportion to η (explicit Euler); a step that blows the reduction up is numerical trouble."""

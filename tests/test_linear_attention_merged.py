@@ -97,6 +97,7 @@ def test_fixed_points_constants_match_paper():
     assert k["M_star_diag"] == pytest.approx([2.246377, 2.924528, 4.189189, 7.380952], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_negative_controls_fail():
     fp = get_claim("linattn.merged.fixed-points")
     s = fp.setting({})

@@ -239,6 +239,7 @@ def test_equivalence_and_control():
     assert _run("linattn.separate.equivalence", {"R": 2}, {"beta_divisor": "32"}).verdict == "fails"
 
 
+@pytest.mark.slow
 def test_fixed_points_and_controls():
     assert _run("linattn.separate.fixed-points").verdict == "holds"
     lv = _nplus1_levels([0.4, 0.3, 0.2, 0.1], 31)
@@ -248,6 +249,7 @@ def test_fixed_points_and_controls():
         assert _run("linattn.separate.fixed-points", predict={key: value}).verdict == "fails", key
 
 
+@pytest.mark.slow
 def test_scalar_ode_and_controls():
     assert _run("linattn.separate.scalar-ode").verdict == "holds"
     p = theory.paper()
@@ -260,6 +262,7 @@ def test_scalar_ode_and_controls():
     assert _run("linattn.separate.scalar-ode", {"lambda": 0.3, "v0": 0.05}).verdict == "holds"
 
 
+@pytest.mark.slow
 def test_saddle_to_saddle_and_controls():
     s = {"seeds": 2, "fs_seeds": 1, "P": 4000}
     assert _run("linattn.separate.saddle-to-saddle", s).verdict == "holds"
@@ -274,6 +277,7 @@ def test_saddle_to_saddle_user_spectrum_any_order():
     assert all(o == [2, 1, 0] for o in v.measured["drop_order"])
 
 
+@pytest.mark.slow
 def test_saddle_to_saddle_other_spectra():
     for setting in ({"lambdas": "5,2,1", "seeds": 1}, {"lambdas": "0.4,0.3", "seeds": 1},
                     {"lambdas": "0.4,0.4,0.1,0.1", "seeds": 1}):
@@ -283,6 +287,7 @@ def test_saddle_to_saddle_other_spectra():
                 {"drop_order": "2,1,0"}).verdict == "fails"
 
 
+@pytest.mark.slow
 def test_near_tie_is_inconclusive_naming_the_pair():
     """Eigenvalues 1e-7 apart cannot be ordered at a finite init: a seed that learns them in
     the 'wrong' order is a near-tie (the swapped-init control reverses it), not a failure."""
@@ -337,6 +342,7 @@ def test_rank_structure_and_control():
     assert v.measured["n_plateaus"][0] == [3]
 
 
+@pytest.mark.slow
 def test_rank_one_resolves_every_plateau_of_fig4():
     """Fig. 4 at R = 1: every plateau M_0 … M_7, read at the fine resolution (no followers, the
     solver accurate enough); a count one short of 8 fails."""
@@ -512,6 +518,7 @@ def test_learning_time_is_the_crossing_that_lasted():
 
 
 
+@pytest.mark.slow
 def test_near_tie_learned_in_one_drop_is_not_a_violation():
     """Found by a random draw at the standard profile: λ = 0.15196 and 0.15073 (0.8% apart), three
     heads; in one seed the smaller is learned 1.5% earlier within the same drop and the swap

@@ -229,6 +229,7 @@ def test_lemma_rate_scales_as_L_squared_in_the_papers_model():
     np.testing.assert_allclose(np.asarray(b) / np.asarray(a), 4.0, rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_table_holds_in_the_papers_model_seed_by_seed():
     v = _run("nonlinear.summary-table", {"architecture": "paper"})
     assert v.verdict == "holds", v.summary()

@@ -38,6 +38,7 @@ def installed(tmp_path_factory):
     return env
 
 
+@pytest.mark.slow
 def test_installed_plugin_is_listed_and_checked(installed):
     out = subprocess.run([sys.executable, "-m", "icltheory", "list"], env=installed,
                          capture_output=True, text=True, timeout=300)
@@ -48,6 +49,7 @@ def test_installed_plugin_is_listed_and_checked(installed):
     assert chk.returncode == 0 and chk.stdout.startswith("HOLDS"), chk.stdout + chk.stderr
 
 
+@pytest.mark.slow
 def test_installed_plugin_passes_its_contract_test(installed, tmp_path):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-p", "no:randomly", str(PLUGIN / "tests")], env=installed,

@@ -235,6 +235,7 @@ def _interrupt(argv: list[str], delay: float) -> tuple[int, str]:
     return p.returncode, err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.0, 0.001, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 1.0])
 def test_ctrl_c_is_one_line_and_exit_130(delay):
     rc, err = _interrupt(["check", REAL, "--profile", "quick"], delay)
@@ -243,6 +244,7 @@ def test_ctrl_c_is_one_line_and_exit_130(delay):
         assert rc == 130 and err == "icltheory: interrupted\n", (rc, err)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_parallel_report(tmp_path):
     out = tmp_path / "r"
     rc, err = _interrupt(["report", REAL, "linattn.merged.equivalence", "--profile", "quick",

@@ -219,6 +219,7 @@ def test_gradient_claim_and_negative_control():
     ("quick", {"grid": 2}),
     pytest.param("standard", {}, marks=pytest.mark.thorough),
 ])
+@pytest.mark.slow
 def test_lipschitz_default_holds_with_tightness_and_plot(profile, setting):
     v = _run("softmaxreg.lipschitz", setting, profile=profile)
     assert v.verdict == "holds"
@@ -238,6 +239,7 @@ def test_lipschitz_default_holds_with_tightness_and_plot(profile, setting):
     assert prem.passed and 0.359 < prem.measured < 3.25
 
 
+@pytest.mark.slow
 def test_lipschitz_negative_control_gives_certified_counterexample():
     v = _run("softmaxreg.lipschitz", predict={"closed_form": "0.05"})
     assert v.verdict == "fails"
@@ -248,12 +250,14 @@ def test_lipschitz_negative_control_gives_certified_counterexample():
     assert sr.gradient_ratio_arb(p.A1, p.A2, p.B, p.X, p.Y, "normalized") > 0.05
 
 
+@pytest.mark.slow
 def test_bound_predictions_between_witness_and_proof_are_inconclusive():
     # between the certified witness (0.2583) and the quick profile's certified bound (0.716)
     v = _run("softmaxreg.lipschitz", predict={"closed_form": "0.5"})
     assert v.verdict == "inconclusive"
 
 
+@pytest.mark.slow
 def test_the_reviewers_13_over_40_no_longer_holds_by_the_proof():
     """The closed form and its arithmetic step both changed to 13/40·a² (the premise chain
     left alone): the premise's certified witness (0.3591 > 0.325) refutes it, so neither the
@@ -272,6 +276,7 @@ def test_the_reviewers_13_over_40_no_longer_holds_by_the_proof():
         assert prem.passed is False and "proved_bound" in prem.judges
 
 
+@pytest.mark.slow
 def test_a_refuted_certificate_fails_the_tools_proof_not_the_candidate(monkeypatch):
     """A slip in the branch and bound (a split that leaves part of each box unexamined) makes
     the candidate's verdict fail through its proved bound; the candidate's own check is not
@@ -290,6 +295,7 @@ def test_a_refuted_certificate_fails_the_tools_proof_not_the_candidate(monkeypat
     assert cand.passed is not False
 
 
+@pytest.mark.slow
 def test_rescaled_lipschitz_and_negative_control():
     v = _run("softmaxreg.rescaled-lipschitz")
     assert v.verdict == "holds"
@@ -298,6 +304,7 @@ def test_rescaled_lipschitz_and_negative_control():
     assert _run("softmaxreg.rescaled-lipschitz", predict={"lemma_chain": "5"}).verdict == "fails"
 
 
+@pytest.mark.slow
 def test_large_R_gives_finite_constants_and_a_verdict():
     for cid in ("softmaxreg.lipschitz", "softmaxreg.rescaled-lipschitz"):
         c = get_claim(cid)
@@ -323,6 +330,7 @@ def test_candidate_verdicts():
                 ).verdict == "holds"
 
 
+@pytest.mark.slow
 def test_candidate_certifies_against_the_theorys_own_bound():
     """A planted coefficient in the derivation must not turn a too-small candidate into
     `holds` (the proved bound is the derivation's own term, whose steps are re-verified)."""
@@ -353,6 +361,7 @@ def test_icl_shift_and_negative_control():
     assert _run("softmaxreg.icl-shift", predict={"gd_shift_factor": "0.001"}).verdict == "fails"
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers():
     c = get_claim("softmaxreg.lipschitz")
     s = c.setting({"seed": 7, "samples": 100, "profile": "quick"})
@@ -390,6 +399,7 @@ def test_softmax_differences_have_no_cancellation_at_tiny_R():
     assert np.abs(sr.softmax_differences(q.A1, q.A2, q.X, q.Y)[1] - direct).max() <= 1e-15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cid", ["softmaxreg.lipschitz", "softmaxreg.rescaled-lipschitz",
                                  "softmaxreg.icl-shift"])
 def test_tiny_R_holds_and_a_planted_lemma_constant_still_fails(cid):
@@ -414,6 +424,7 @@ def test_cli_predict_overrides_are_judged(cid, predict, capsys):
 # --------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_done_when(capsys):
     assert main(["constants", "softmaxreg.lipschitz", "--set", "n=4", "d=3", "R=1", "bnb_boxes=0",
                  "--json"]) == 0
@@ -521,6 +532,7 @@ def test_reduced_form_matches_the_numeric_logit_hessian():
                 1 + abs(float(form)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss, n, R", [("normalized", 2, 1.0), ("normalized", 3, 1.0),
                                         ("rescaled", 3, 1.0)])
 def test_certified_band_brackets_an_explicit_witness(loss, n, R):
@@ -534,6 +546,7 @@ def test_certified_band_brackets_an_explicit_witness(loss, n, R):
     assert band.upper <= 1.11 * w["witness_lower"]
 
 
+@pytest.mark.slow
 def test_explicit_witness_at_the_issues_setting():
     """n=4, d=3, R=1: an explicit pair reaches 0.2583191 (certified), above the search's
     0.2535 of the old code, and the branch-and-bound bound lies above it."""

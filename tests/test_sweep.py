@@ -176,6 +176,7 @@ def test_dask_at_a_scheduler_address(example):
     assert [_same_numbers(r.result) for r in res] == [_same_numbers(r.result) for r in local]
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_bad_input(example, tmp_path, capsys):
     if not _has_dask():
         pytest.skip("Dask distributed is not installed")
@@ -265,6 +266,7 @@ def test_kill_9_then_rerun_completes_with_each_run_once(example, tmp_path):
             (tmp_path / "b" / plan.name / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_a_torn_last_record_is_cut_and_recomputed(example, tmp_path):
     grid = {"N": [2, 3, 4]}
     first = run_sweep(CLAIM, grid, profile="quick", out=tmp_path)
@@ -279,6 +281,7 @@ def test_a_torn_last_record_is_cut_and_recomputed(example, tmp_path):
     assert [_same_numbers(r.result) for r in again] == [_same_numbers(r.result) for r in first]
 
 
+@pytest.mark.slow
 def test_a_rerun_of_a_finished_sweep_computes_nothing(example, tmp_path, capsys):
     args = ["sweep", CLAIM, "--grid", "N=2,3", "--profile", "quick", "--out", str(tmp_path),
             "--quiet"]
@@ -346,6 +349,7 @@ def test_load_without_pandas_says_how_to_install(example, tmp_path, monkeypatch)
         load(tmp_path)
 
 
+@pytest.mark.slow
 def test_phase_figure_is_deterministic(example):
     two = run_sweep(CLAIM, {"N": [2, 3], "D": [1, 2]}, seeds=[0, 1], profile="quick")
     one = run_sweep(CLAIM, {"N": [2, 3, 5]}, profile="quick")
