@@ -1,9 +1,12 @@
-"""Test configuration: Hypothesis profiles, the `thorough` marker, one xdist worker per claim.
+"""Test configuration: Hypothesis profiles, the `thorough` marker, the developer tier, one xdist
+worker per claim.
 
 Profiles (``HYPOTHESIS_PROFILE=dev|ci|thorough``; ``ci`` is loaded automatically when ``CI`` is
 set): ``dev`` few examples for a fast edit loop, ``ci`` derandomized and moderate, ``thorough``
 many examples.  Tests marked ``@pytest.mark.thorough`` (heavy checks) run only under the
-``thorough`` profile or with ``ICLTHEORY_THOROUGH=1``.
+``thorough`` profile or with ``ICLTHEORY_THOROUGH=1``.  ``pytest -m "not slow"`` is the
+developer tier: the tests marked ``slow`` by hand and every run of a costly claim
+(``DEV_TIER_WORK``) are left to the full suite.
 """
 
 from __future__ import annotations
@@ -92,9 +95,10 @@ def _claim_ids() -> tuple[str, ...]:
 def _group(nodeid: str) -> str:
     """The unit of work a test belongs to: the claim it is parametrized by (its id opens the
     parameter id, as in ``CLAIM``, ``CLAIM-…`` and a planted error's ``CLAIM:SIDE:TARGET``), so
-    every test that starts from the claim's shared measurements (its quick default run, the
-    combined run of its theory errors) runs where they are made and none is measured twice by
-    two workers at once; else the test itself."""
+    the tests that start from the claim's shared measurements (its quick default run, the
+    combined run of its theory errors) run where those are made, not on two workers at once;
+    else the test itself (a test that runs a claim without naming it in its parameters is its
+    own unit and may measure the claim again on the other worker)."""
     if "[" not in nodeid:
         return nodeid
     params = nodeid[nodeid.index("[") + 1:]
@@ -143,19 +147,38 @@ def pytest_xdist_make_scheduler(config, log):
     return ByClaim(config, log)
 
 
-#: the developer tier (``pytest -m "not slow"``, the one-minute loop) leaves out every test of a
-#: claim whose quick default run is estimated above this much work (``Claim.estimate``; 1e9 is
-#: about a CPU second on the reference machine): the trained-model claims and the longer flows,
-#: which the full suite (README's test command) still runs with all their tests
+#: the developer tier (``pytest -m "not slow"``, the one-minute loop) leaves out every run of a
+#: claim whose quick default run is estimated above this much work (``Claim.estimate``, in units
+#: of which ``icltheory.core.WORK_RATE`` make a CPU second on the reference machine): the
+#: trained-model claims and the longer flows, which the full suite (README's test command) still
+#: runs with all their tests
 DEV_TIER_WORK = 2e9
+
+
+def _runs_claim(item) -> str | None:
+    """The claim a test is parametrized by — a parameter that is the claim itself or its id (as
+    the contract, backend and fuzz tests take it) — else None (e.g. a README number's
+    ``CLAIM:path`` reads a report, and runs nothing)."""
+    from icltheory.core import Claim
+
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    ids = set(_claim_ids())
+    for value in callspec.params.values():
+        if isinstance(value, Claim):
+            return value.id
+        if isinstance(value, str) and value in ids:
+            return value
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     slow = pytest.mark.slow
     for item in items:
-        unit = _group(item.nodeid)
-        if unit != item.nodeid and _unit_cost(unit) > DEV_TIER_WORK:
+        claim = _runs_claim(item)
+        if claim is not None and _unit_cost(claim) > DEV_TIER_WORK:
             item.add_marker(slow)
     if THOROUGH:
         return

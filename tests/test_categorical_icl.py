@@ -176,25 +176,62 @@ def test_backward_matches_torch_autograd(kinds):
     assert compared == X.shape[0] * (len(names) - unused)
 
 
-@pytest.mark.parametrize("kinds", _KINDS)
-def test_mean_gradients_are_the_per_prompt_gradients_averaged(kinds):
+def _gradient_leaves(g, path=""):
+    """name → array for every parameter gradient in a :func:`M.backward` result (not ``X``)."""
+    if isinstance(g, dict):
+        return {k: v for key, sub in g.items() if key != "X"
+                for k, v in _gradient_leaves(sub, f"{path}/{key}").items()}
+    if isinstance(g, list):
+        return {k: v for i, sub in enumerate(g) for k, v in _gradient_leaves(sub, f"{path}/{i}").items()}
+    return {} if g is None else {path: g}
+
+
+def _mean_gradient_cases():
+    """Models for the mean-gradient check: random free heads of every kind (with free
+    cross-attention), the same with a block that has no cross-attention, and the GD learner's
+    model (a frozen δ erase head and a frozen exact cross-attention, as training runs it)."""
+    from proofs.categorical_icl.experiments import _training as T
+
+    for kinds in _KINDS:
+        _, model, X, y, target, _, _ = _backprop_case(kinds, 5)
+        yield f"{kinds}", model, X, y, target
+        model.blocks[-1].cross = None
+        yield f"{kinds}, no cross-attention in the last block", model, X, y, target
+    rng = np.random.default_rng(9)
+    lay, C = M.layout(3, 2), 5
+    model = T.GDLearner(rng, lay, C, 2, "softmax").model()
+    yield ("GD learner", model, rng.standard_normal((4, 7, lay.d)), rng.integers(0, C, (4, 6)),
+           M.softmax(rng.standard_normal((4, C))))
+
+
+def test_mean_gradients_are_the_per_prompt_gradients_averaged():
     """``backward(mean=True)`` (what training reads: one product over the stacked rows per
     parameter) equals the per-prompt gradients averaged over the prompts, for every parameter
-    family, to round-off (1e-13 relative to each gradient's largest entry: the two sum the
-    same terms in another order); a frozen δ head's zeros keep their shape."""
-    _, model, X, y, target, logits, named = _backprop_case(kinds, 5)
-    cache = M.forward(model, X, y)[2]
-    g = M.backward(model, X, y, target, logits, cache, mean=True)
-    mean = {w: g[w] for w in ("W_u", "W_v", "W_x", "W_ro")}
-    for b, gb in enumerate(g["blocks"]):
-        for h, gh in enumerate(gb["heads"]):
-            mean.update({f"b{b}h{h}{m}": gh[m] for m in "QKV"})
-        mean.update({f"b{b}c{m}": gb["cross"][m] for m in ("Qc", "Kc", "Vc")})
-    assert set(mean) == set(named) - {"X"}
-    for name, got in mean.items():
-        ref = named[name][1].mean(0)
-        assert got.shape == ref.shape, name
-        assert np.abs(got - ref).max() <= 1e-13 * max(np.abs(ref).max(), 1e-300), name
+    of every head kind, free, frozen (no gradient) and absent cross-attention, and the
+    embeddings, to round-off (1e-13 relative to each gradient's largest entry: the two sum the
+    same terms in another order); on torch too, where it is installed."""
+    from icltheory.backends import TorchBackend, get_backend
+
+    backends = [get_backend("numpy")] + ([get_backend("torch")] if TorchBackend.available()[0] else [])
+    for name, model, X, y, target in _mean_gradient_cases():
+        logits, _, cache = M.forward(model, X, y)
+        per_prompt = _gradient_leaves(M.backward(model, X, y, target, logits, cache))
+        for xp in backends:
+            m = M.Model(model.lay, *(xp.asarray(getattr(model, w)) for w in ("W_u", "W_v", "W_x", "W_ro")),
+                        [M.Block([M.Head(xp.asarray(h.Q), xp.asarray(h.K), xp.asarray(h.V), h.kind, h.frozen)
+                                  for h in b.heads],
+                                 None if b.cross is None else
+                                 M.Cross(*(xp.asarray(getattr(b.cross, a)) for a in ("Qc", "Kc", "Vc")),
+                                         b.cross.frozen)) for b in model.blocks])
+            Xb, yb, tb = xp.asarray(X), xp.asindex(y), xp.asarray(target)
+            lg, _, ch = M.forward(m, Xb, yb, xp=xp)
+            mean = {k: xp.to_numpy(v) for k, v in
+                    _gradient_leaves(M.backward(m, Xb, yb, tb, lg, ch, xp, mean=True)).items()}
+            assert set(mean) == set(per_prompt), (name, xp.name, set(mean) ^ set(per_prompt))
+            for key, got in mean.items():
+                ref = per_prompt[key].mean(0)
+                assert got.shape == ref.shape, (name, xp.name, key)
+                assert np.abs(got - ref).max() <= 1e-13 * max(np.abs(ref).max(), 1e-300), (name, xp.name, key)
 
 
 # ----------------------------------------------------------------------------- construction (C1)

@@ -1,7 +1,7 @@
 r"""Array backends behind one small protocol.
 
 A backend is a tiny array namespace — ``asarray``, ``asindex``, ``zeros``, ``einsum``,
-``swapaxes``, ``stack``, ``diagonal``, the elementwise ``exp``, ``sqrt``, ``abs`` and ``sign``, the
+``swapaxes``, ``stack``, ``concatenate``, ``diagonal``, the elementwise ``exp``, ``sqrt``, ``abs`` and ``sign``, the
 reductions ``sum``, ``mean`` and ``amin``, ``softmax`` and ``log_softmax``, ``all_finite``,
 ``to_numpy``, ``device`` and ``float64`` — that trainer kernels are written against *once*: a
 kernel takes ``xp`` (a backend), converts its inputs with ``xp.asarray`` (float64, on
