@@ -150,10 +150,50 @@ def _one_blas_thread() -> None:
         os.environ.setdefault(var, "1")
 
 
+#: the arithmetic every x86-64 machine with AVX2 and FMA shares: OpenBLAS's Haswell kernels and
+#: NumPy's loops without their AVX-512 variants (names of NumPy 2.x and of NumPy 1.x)
+PORTABLE_ARITHMETIC = {"OPENBLAS_CORETYPE": "Haswell",
+                       "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512_SKX AVX512_CLX "
+                                                   "AVX512_CNL AVX512_KNL AVX512_KNM"}
+
+
+def _has_avx2_fma() -> bool:
+    """Whether this is an x86-64 Linux machine whose CPU has AVX2 and FMA (what the Haswell
+    kernels execute): elsewhere the kernels are left to the libraries' own choice."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"avx2", "fma"} <= flags
+    except OSError:
+        pass
+    return False
+
+
+def _portable_arithmetic() -> None:
+    """The same floating-point bytes on every x86-64 machine with AVX2, unless the user chose
+    otherwise: OpenBLAS and NumPy pick their kernels by the CPU (AVX-512 where it exists), and
+    two kernels sum in different orders, so a report made on one machine differed from another's
+    in round-off digits (and a trained model's last digits).  Pinned to the AVX2 level, an
+    AVX-512 machine reproduces an AVX2 machine's reports byte for byte (measured: the project's
+    AMD EPYC machine, pinned, gives the committed reports of the earlier Intel one).  Must run
+    before NumPy is imported.  ``ICLTHEORY_NATIVE_ARITHMETIC=1`` leaves the kernels to the
+    libraries (≈ 10–25 % faster training on an AVX-512 machine, its own last digits)."""
+    if os.environ.get("ICLTHEORY_NATIVE_ARITHMETIC") != "1" and _has_avx2_fma():
+        for var, value in PORTABLE_ARITHMETIC.items():
+            os.environ.setdefault(var, value)
+
+
 def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
     try:  # (inside the try: a signal may arrive while the handler is being installed)
         _one_blas_thread()
+        _portable_arithmetic()
         sys.unraisablehook = _on_unraisable
         try:
             signal.signal(signal.SIGINT, _on_first_interrupt)

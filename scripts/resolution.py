@@ -14,8 +14,15 @@ import json
 import sys
 import time
 
-from icltheory.core import all_claims, measure_claim
-from icltheory.core._resolution import (RESOLUTIONS_FILE, load_resolutions, measure_resolution,
+from icltheory._cli import _one_blas_thread, _portable_arithmetic
+
+# the command line's arithmetic (before NumPy is imported), so the recorded resolutions are the
+# numbers any x86-64 machine with AVX2 measures
+_one_blas_thread()
+_portable_arithmetic()
+
+from icltheory.core import all_claims, measure_claim  # noqa: E402
+from icltheory.core._resolution import (RESOLUTIONS_FILE, load_resolutions, measure_resolution,  # noqa: E402
                                         resolution_text)
 
 

@@ -19,6 +19,11 @@ from pathlib import Path
 # NumPy is imported by any test module
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# and the kernels the command line pins (icltheory._cli._portable_arithmetic), so the tests'
+# numbers are the committed reports' on any x86-64 machine with AVX2
+from icltheory._cli import _portable_arithmetic  # noqa: E402
+
+_portable_arithmetic()
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

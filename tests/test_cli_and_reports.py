@@ -344,3 +344,48 @@ def test_report_progress_callback_for_python_callers(fake_claims, tmp_path):
                   on_done=done.append)
     assert seen and seen[-1] >= 0.5 and all(0.0 <= f <= 1.0 for f in seen)
     assert [r.claim for r in done] == ["testonly.square.mean"]
+
+
+# ------------------------------------------------------------------ the same arithmetic everywhere
+
+_KERNELS = (
+    "import json, os, threadpoolctl, numpy, scipy.linalg\n"
+    "try:\n"
+    "    from numpy._core._multiarray_umath import __cpu_dispatch__ as targets, __cpu_features__ as on\n"
+    "except ImportError:  # NumPy 1.x\n"
+    "    from numpy.core._multiarray_umath import __cpu_dispatch__ as targets, __cpu_features__ as on\n"
+    "print(json.dumps({'blas': sorted({i.get('architecture') for i in threadpoolctl.threadpool_info()\n"
+    "                                  if i.get('internal_api') == 'openblas'}),\n"
+    "                  'simd': [t for t in targets if on.get(t)],\n"
+    "                  'pinned': 'OPENBLAS_CORETYPE' in os.environ}))\n"
+)
+
+
+def _kernels(prelude: str, **env) -> dict:
+    from icltheory._cli import PORTABLE_ARITHMETIC
+
+    clean = {k: v for k, v in os.environ.items()
+             if k not in PORTABLE_ARITHMETIC and k != "ICLTHEORY_NATIVE_ARITHMETIC"}
+    out = subprocess.run([sys.executable, "-c", prelude + _KERNELS], capture_output=True, text=True,
+                         env={**clean, **env}, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_arithmetic_is_pinned_to_the_avx2_level():
+    """The command line (``_portable_arithmetic``, before NumPy is imported) runs OpenBLAS's
+    Haswell kernels (NumPy's and SciPy's copies) and NumPy's loops without their AVX-512
+    variants, so an AVX-512 machine computes the bytes an AVX2 machine does; this test session
+    runs the same way (tests/conftest.py); ``ICLTHEORY_NATIVE_ARITHMETIC=1`` leaves the kernels
+    to the libraries.  Skipped where the pin does not apply (not x86-64 Linux with AVX2 and FMA)."""
+    from icltheory._cli import _has_avx2_fma
+
+    if not _has_avx2_fma():
+        pytest.skip("not an x86-64 Linux machine with AVX2 and FMA: the kernels are the libraries' choice")
+    pin = "from icltheory._cli import _portable_arithmetic\n_portable_arithmetic()\n"
+    pinned = _kernels(pin)
+    assert pinned["pinned"] and pinned["blas"] == ["Haswell"], pinned
+    assert not [t for t in pinned["simd"] if "AVX512" in t or t == "X86_V4"], pinned
+    here = json.loads(subprocess.run([sys.executable, "-c", _KERNELS], capture_output=True, text=True,
+                                     timeout=120, check=True).stdout)  # inherits this session's pin
+    assert here["blas"] == pinned["blas"] and here["simd"] == pinned["simd"], (here, pinned)
+    assert not _kernels(pin, ICLTHEORY_NATIVE_ARITHMETIC="1")["pinned"]
