@@ -183,7 +183,7 @@ def _portable_arithmetic() -> None:
     AVX-512 machine reproduces an AVX2 machine's reports byte for byte (measured: the project's
     AMD EPYC machine, pinned, gives the committed reports of the earlier Intel one).  Must run
     before NumPy is imported.  ``ICLTHEORY_NATIVE_ARITHMETIC=1`` leaves the kernels to the
-    libraries (≈ 10–25 % faster training on an AVX-512 machine, its own last digits)."""
+    libraries (≈ 5–10 % faster training on an AVX-512 machine, its own last digits)."""
     if os.environ.get("ICLTHEORY_NATIVE_ARITHMETIC") != "1" and _has_avx2_fma():
         for var, value in PORTABLE_ARITHMETIC.items():
             os.environ.setdefault(var, value)
