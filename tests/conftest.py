@@ -15,14 +15,12 @@ import functools
 import os
 from pathlib import Path
 
-# BLAS on one thread, as the command line runs it (icltheory._cli._one_blas_thread): set before
-# NumPy is imported by any test module
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-# and the kernels the command line pins (icltheory._cli._portable_arithmetic), so the tests'
-# numbers are the committed reports' on any x86-64 machine with AVX2
-from icltheory._cli import _portable_arithmetic  # noqa: E402
+# the command line's arithmetic, set before NumPy is imported by any test module: BLAS on one
+# thread and the pinned kernels, so the tests' numbers are the committed reports' on any x86-64
+# machine with AVX2
+from icltheory._cli import _one_blas_thread, _portable_arithmetic
 
+_one_blas_thread()
 _portable_arithmetic()
 
 import pytest  # noqa: E402
@@ -97,6 +95,11 @@ def _claim_ids() -> tuple[str, ...]:
     return tuple(sorted((c.id for c in all_claims()), key=len, reverse=True))
 
 
+@functools.lru_cache(maxsize=1)
+def _claim_id_set() -> frozenset[str]:
+    return frozenset(_claim_ids())
+
+
 def _group(nodeid: str) -> str:
     """The unit of work a test belongs to: the claim it is parametrized by (its id opens the
     parameter id, as in ``CLAIM``, ``CLAIM-…`` and a planted error's ``CLAIM:SIDE:TARGET``), so
@@ -169,11 +172,10 @@ def _runs_claim(item) -> str | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
-    ids = set(_claim_ids())
     for value in callspec.params.values():
         if isinstance(value, Claim):
             return value.id
-        if isinstance(value, str) and value in ids:
+        if isinstance(value, str) and value in _claim_id_set():
             return value
     return None
 

@@ -41,7 +41,6 @@ __all__ = [
     "softmax_jacobian_residual",
     "softmax_jacobian_unevaluated",
     "logit_gradient_residual",
-    "normalized_logit_hessian_residual",
     "NORMALIZED_HESSIAN_TERMS",
     "normalized_logit_hessian_terms",
     "brute_force_gradient_check",
@@ -169,20 +168,6 @@ def logit_gradient_residual(n: int, loss: str) -> tuple[sp.Matrix, sp.Matrix]:
         ell = sp.Rational(1, 2) * (r.T * r)[0, 0]
         g = sp.Matrix([u[k] * r[k] - u[k] * (b.T * r)[0, 0] for k in range(n)])
     return sp.Matrix([sp.diff(ell, v) for v in z]), g
-
-
-def normalized_logit_hessian_residual(n: int) -> tuple[sp.Matrix, sp.Matrix]:
-    """(Hessian of $\\tfrac12\\lVert\\mathrm{softmax}(z)-b\\rVert^2$ by ``diff``,
-    $SS+(\\operatorname{diag}c-\\langle f,c\\rangle I-fc^\\top)S$)."""
-    z = _z(n)
-    b = sp.Matrix(n, 1, lambda i, _: sp.Symbol(f"b_{i}", real=True))
-    f = softmax(z)
-    c = f - b
-    ell = sp.Rational(1, 2) * (c.T * c)[0, 0]
-    H = sp.hessian(ell, list(z))
-    S = sp.diag(*f) - f * f.T
-    K = sp.diag(*c) - (f.T * c)[0, 0] * sp.eye(n) - f * c.T
-    return H, S * S + K * S
 
 
 #: ∇²_z ½‖softmax(z) − b‖² as a signed sum of products of named factors (c = f − b,
