@@ -202,6 +202,9 @@ def _print_verdict(v: Verdict) -> None:
               + (f"  [{c.detail}]" if c.detail else ""))
     for r in v.reasons:
         print(f"    reason: {r}")
+    if not v.internal_error:  # (an internal error's notes hold its traceback: --debug prints them)
+        for n in v.notes:
+            print(f"    note: {n}")
 
 
 def _summary_line(v: Verdict) -> str:

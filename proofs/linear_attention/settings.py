@@ -315,7 +315,17 @@ class _HeadsSetting(_SeparateBase):
                                  doc="value-weight init std, paper units (default: code_init × N^{1/3})")
     lr: float | None = Float(None, min=1e-300, max=1e300,
                              doc="GD step η = t/τ per step (default: 2·code_lr·N^{2/3}, capped at 1.5/κ, "
-                                 "κ = 9λ^{5/3}c^{-1/3} the curvature at the top learned direction)")
+                                 "κ = 9λ^{5/3}c^{-1/3} the curvature at the top learned direction); with "
+                                 "integrator=flow only the flow's time unit (its first record; horizon ∝ steps × lr), "
+                                 "raised where the default would need more than 1e15 steps")
+
+    def _set_steps(self, horizon: float, lr_given: bool) -> None:
+        """``steps`` covering ``horizon`` (τ) at lr.  Under the adaptive flow lr is only a time
+        unit (its first record, and with steps its horizon), so where the default lr would need
+        more than STEPS_MAX steps (a tiny λ_min) the flow gets a larger unit instead of a refusal."""
+        if getattr(self, "integrator", None) == "flow" and not lr_given and horizon / self.lr > STEPS_MAX:
+            self._set("lr", horizon / STEPS_MAX * (1 + 1e-9))
+        self._set("steps", _steps("lr", horizon, self.lr))
 
     def _resolve(self) -> None:
         explicit_gd = self.lr is not None or getattr(self, "steps", None) is not None
@@ -367,9 +377,10 @@ class SeparateSetting(_HeadsSetting):
                                                       "and its GD (torch: float64, CUDA when present)")
 
     def _resolve(self) -> None:
+        lr_given = self.lr is not None
         super()._resolve()
         if self.steps is None:
-            self._set("steps", _steps("lr", 3 * self.horizon(self.R), self.lr))
+            self._set_steps(3 * self.horizon(self.R), lr_given)
 
     def _validate(self) -> None:
         super()._validate()
@@ -404,9 +415,10 @@ class RankSetting(_HeadsSetting):
     rtol: float | None = Float(None, **_RTOL)
 
     def _resolve(self) -> None:
+        lr_given = self.lr is not None
         super()._resolve()
         if self.steps is None:
-            self._set("steps", _steps("lr", 2 * self.horizon(min(self.ranks)), self.lr))
+            self._set_steps(2 * self.horizon(min(self.ranks)), lr_given)
 
     @property
     def ranks(self) -> list[int]:

@@ -400,6 +400,41 @@ def _premise_failed(ctx, pre: dict) -> None:
                         "w_init³)" if pre["w_init_suggested"] else "lower w_init"))
 
 
+#: simulator (b) runs only where its training set determines every learnable direction's driving
+#: moment E[y_q f_d] = λ_d² to better than this relative standard error (at 1/2 the moment is two
+#: standard errors from zero; beyond it the training set may not even fix the moment's sign)
+_FS_RSE_MAX = 0.5
+
+
+def _fs_premise(s) -> str | None:
+    """Decided from the setting alone, before anything runs: why simulator (b) cannot follow the
+    population picture on ``s.P`` sequences (a learnable direction whose driving moment the
+    training set estimates with relative standard error ≥ :data:`_FS_RSE_MAX`:
+    :func:`..experiments._population.cross_moment_rse`), with the P that would do; ``None`` when
+    it can (or when (b) is not asked for)."""
+    if not s.fs_seeds:
+        return None
+    lam = np.asarray(s.lam, float)
+    learn = ex.population.decreasing(lam)[:min(s.D, s.H * s.R)]
+    rse = ex.population.cross_moment_rse(lam, s.N, s.P)[learn]
+    k = int(np.argmax(rse))
+    if rse[k] < _FS_RSE_MAX:
+        return None
+    d, need = int(learn[k]), s.P * (float(rse[k]) / _FS_RSE_MAX) ** 2
+    return (f"simulator (b) not run: on P = {s.P} sequences the training set estimates the moment that drives "
+            f"direction e_{d} (λ = {lam[d]:.4g}), E[y_q f_d] = λ_d², with relative standard error {float(rse[k]):.3g} "
+            f"≥ {_FS_RSE_MAX:g} (about T/(λ_d√(NP)), T = tr Λ), so a run on those sequences cannot follow the population "
+            f"picture there (decided before running); P ≥ {need:.3g} would do"
+            + (" — beyond the largest P a setting allows (1e6)" if need > 1e6 else ""))
+
+
+def _fs_what(s) -> str:
+    """The estimate's words for simulator (b)."""
+    if not s.fs_seeds:
+        return ""
+    return f", {s.fs_seeds} × P={s.P}" if _fs_premise(s) is None else f"; simulator (b) not run (P={s.P} too few)"
+
+
 def _smaller_init(s, u0: float, u0_max: float) -> str:
     """The w_init at which u0 (linear in w_init) is half its allowed value."""
     return f"w_init ≤ {s.w_init * 0.5 * u0_max / u0:.3g} would do (u0 is linear in w_init)"
@@ -444,13 +479,14 @@ class SaddleToSaddle(Claim):
             a = _flow_work(s, [(s.R, n_learn)] * s.seeds)
             # (b): the training set's moments (one BLAS-3 product ZᵀZ over P sequences), then its flow
             b = (s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + _fs_flow_work(s, n_learn))
-                 if s.fs_seeds else 0.0)
+                 if s.fs_seeds and _fs_premise(s) is None else 0.0)
             return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
-                        what=f"adaptive flow × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
+                        what=f"adaptive flow × {s.seeds} seeds" + _fs_what(s))
         a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
-        b = s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if s.fs_seeds else 0.0
+        b = (s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F))
+             if s.fs_seeds and _fs_premise(s) is None else 0.0)
         return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
-                    what=f"≤ {s.steps} GD steps × {s.seeds} seeds" + (f", {s.fs_seeds} × P={s.P}" if s.fs_seeds else ""))
+                    what=f"≤ {s.steps} GD steps × {s.seeds} seeds" + _fs_what(s))
 
     def measure(self, s, run) -> dict:
         n_learn = min(s.D, s.H * s.R)  # what H heads of rank R can hold: rank(M) ≤ H·R
@@ -459,9 +495,9 @@ class SaddleToSaddle(Claim):
         if pre is not None:
             return {"premise": pre}
         ra, reading, controls = _population_run(s, run, p0, n_learn, settle=1.0)
-        out = {"run": ra, "reading": reading, "controls": controls, "fs": []}
+        out = {"run": ra, "reading": reading, "controls": controls, "fs": [], "fs_premise": _fs_premise(s)}
         pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
-        for k in range(min(s.fs_seeds, s.seeds)):
+        for k in range(0 if out["fs_premise"] else min(s.fs_seeds, s.seeds)):
             X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(20, k))
             xp = get_backend(s.backend)
             mom = ex.models.empirical_moments(X, y, tick=run.tick, xp=xp)
@@ -543,6 +579,8 @@ class SaddleToSaddle(Claim):
                                        for t in rd.times])
         ctx.measure("plateaus", [[v.as_dict() for v in row] for row in rd.visits])
         ctx.measure("order_controls", [{f"{i},{j}": w for (i, j), w in c.items()} for c in m["controls"]])
+        if m.get("fs_premise"):
+            ctx.note(m["fs_premise"])
         for k, (rb, rdb) in enumerate(m["fs"]):
             label = f"(b) full-batch {'gradient flow' if s.integrator == 'flow' else 'GD'} on P={s.P} sequences, seed {k}"
             _note_transient(ctx, label, rdb.transient[0])

@@ -18,7 +18,7 @@ import numpy as np
 from icltheory.core import cached
 
 __all__ = ["standard_normal_moment", "beta_second_moment", "population_mse", "population_optimum",
-           "direction_drops", "decreasing"]
+           "direction_drops", "cross_moment_rse", "decreasing"]
 
 
 @cached
@@ -78,6 +78,30 @@ def direction_drops(lam, N: int) -> np.ndarray:
     opt = np.diagonal(population_optimum(lam, N))
     Ms = np.einsum("d,de,df->def", opt, np.eye(lam.size), np.eye(lam.size))
     return population_mse(np.zeros((lam.size, lam.size)), lam, N) - population_mse(Ms, lam, N)
+
+
+def cross_moment_rse(lam, N: int, P: int) -> np.ndarray:
+    r"""Per eigen-direction d: the relative standard error with which a training set of ``P``
+    sequences estimates the moment that drives the direction's learning, $\mathbb E[y_qf_d]=
+    \lambda_d^2$ for the feature $f_d=\beta_dx_{q,d}$: $\sqrt{\operatorname{Var}(y_qf_d)/P}/\lambda_d^2$.
+
+    Conditioning on the task $w$ (so $x_q$ and the context are independent Gaussians, $a=w^\top
+    \Lambda w$): $\mathbb E[y_q^2x_{q,d}^2\mid w]=a\lambda_d+2\lambda_d^2w_d^2$ and $\mathbb E[\beta_d^2
+    \mid w]=(a\lambda_d+2\lambda_d^2w_d^2)/N+(1-1/N)\lambda_d^2w_d^2$ (Isserlis per pair of tokens);
+    averaging their product over $w\sim\mathcal N(0,I)$ with $\mathbb E[w_d^4]=3$, $\mathbb E[aw_d^2]=
+    T+2\lambda_d$, $\mathbb E[a^2]=T^2+2Q$ ($T=\operatorname{tr}\Lambda$, $Q=\operatorname{tr}\Lambda^2$):
+
+    $$\mathbb E[y_q^2f_d^2]=\tfrac1N\big[\lambda_d^2(T^2+2Q)+4\lambda_d^3(T+2\lambda_d)+12\lambda_d^4\big]
+    +\big(1-\tfrac1N\big)\big[\lambda_d^3(T+2\lambda_d)+6\lambda_d^4\big].$$
+
+    For a small $\lambda_d$ the first term dominates: the error is about $T/(\lambda_d\sqrt{NP})$, so
+    the directions far below the trace are the ones a finite training set cannot resolve."""
+    lam = np.asarray(lam, dtype=float)
+    T, Q = float(lam.sum()), float(np.sum(lam**2))
+    inv = 1.0 / N
+    second = (inv * (lam**2 * (T * T + 2 * Q) + 4 * lam**3 * (T + 2 * lam) + 12 * lam**4)
+              + (1.0 - inv) * (lam**3 * (T + 2 * lam) + 6 * lam**4))
+    return np.sqrt(np.maximum(second - lam**4, 0.0) / P) / lam**2
 
 
 def decreasing(values) -> np.ndarray:
