@@ -734,9 +734,10 @@ def test_slope_check_selection_constants():
     assert run(1e6, np.nextafter(0.5, 1.0)).measured is None
 
 
-def _drop_times_judge(s, first, tp, spread=1e-9, tf=None):
+def _drop_times_judge(s, first, tp, spread=1e-9, tf=None, neglect=0.0):
     """Judge linattn.separate.drop-times on a synthetic measurement: every seed's first drop at
-    ``tp`` (population) and ``tf`` (finite sample, default ``first``), sampling spread ``spread``."""
+    ``tp`` (population) and ``tf`` (finite sample, default ``first``), sampling spread ``spread``,
+    the theory's estimate of the reduction's error ``neglect``."""
     from icltheory.core import get_claim
 
     c = get_claim("linattn.separate.drop-times")
@@ -745,8 +746,10 @@ def _drop_times_judge(s, first, tp, spread=1e-9, tf=None):
          "fs_route_share": np.zeros(s.seeds), "spread": np.full(s.D, spread), "fs_t": t,
          "fs_loss": np.ones((s.seeds, t.size))}
     m["fs_times"][:, 0], m["pop_times"][:, 0] = first if tf is None else tf, tp
+    m["fs_first"], m["pop_first"] = m["fs_times"][:, 0].copy(), m["pop_times"][:, 0].copy()
+    m["fs_first_direction"] = np.zeros(s.seeds, int)
     pred = {"first_drop_times": [first] * s.seeds, "later_drop_times": [np.inf] * (s.seeds * (min(s.D, s.H) - 1)),
-            "first_drop_interpolation_error": [0.0] * s.seeds}
+            "first_drop_interpolation_error": [0.0] * s.seeds, "reduction_neglect": [neglect] * s.seeds}
     ctx = _ctx(**pred)
     c.judge(s, pred, m, ctx)
     return ctx
@@ -804,6 +807,21 @@ def test_drop_time_small_init_premise_pair():
         s = c.setting({"profile": "quick", "w_init": w_edge * factor, "steps": 1000})
         ctx = _drop_times_judge(s, 10.0, 10.0)
         assert bool([x for x in ctx.checks if "population" in x.name]) is judged, ctx.inconclusive_reasons
+
+
+def test_drop_time_reduction_neglect_premise_pair():
+    """linattn.separate.drop-times judges a seed only while 3 × the theory's own estimate of the
+    per-head reduction's error (its first drop with the off-diagonal residual kept) is within
+    pop_rel_tol; just beyond, that seed is left out and the verdict is inconclusive."""
+    from icltheory.core import get_claim
+
+    s = get_claim("linattn.separate.drop-times").setting({"profile": "quick"})
+    edge = s.pop_rel_tol / 3.0
+    for factor, judged in ((1 - 1e-9, True), (1 + 1e-9, False)):
+        ctx = _drop_times_judge(s, 10.0, 10.0, neglect=edge * factor)
+        pop = [x for x in ctx.checks if "population" in x.name]
+        assert (len(pop) == s.seeds) is judged and bool(ctx.inconclusive_reasons) is not judged, \
+            ctx.inconclusive_reasons
 
 
 def test_judge_visits_attribution_pair():

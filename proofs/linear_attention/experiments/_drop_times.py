@@ -12,7 +12,11 @@ rows $k_i, q_i$; every other weight zero, as in the paper-era code):
   iterates without sampling error), the reference that separates sampling from modelling.
 
 A direction is learned when $M_{dd}$ reaches half its learned value (the population
-minimiser, by a linear solve); the m-th drop is the m-th direction learned.  The sampling
+minimiser, by a linear solve); the m-th drop is the m-th direction learned for good.  The
+first drop is the first time any direction reaches half its learned value (the claim's
+$T_1$) — the same as the first direction learned for good unless a few heads first grow
+along two nearly tied directions at once and one of them falls back below half as they
+specialise.  The sampling
 spread of the growth rate of direction d is read from the data: the relative standard error
 of the sample mean of $y_q\beta_dx_{q,d}$ (whose population mean is the direction's growth
 rate $\lambda_d^2$).
@@ -22,11 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from icltheory.dynamics import threshold_times
+
 from ._data import beta_and_query, sample_sequences
 from ._models import SeparateHeads, empirical_moments
 from ._training import finite_sample_separate, learned_fractions, learning_times, separate_population_gd
 
-__all__ = ["embed_heads", "growth_rate_spread", "train_drop_times"]
+__all__ = ["embed_heads", "growth_rate_spread", "first_crossings", "train_drop_times"]
 
 
 def embed_heads(heads: dict, D: int) -> tuple[dict, dict]:
@@ -48,6 +54,19 @@ def growth_rate_spread(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return z.std(axis=0, ddof=1) / (np.sqrt(z.shape[0]) * np.abs(z.mean(axis=0)))
 
 
+def first_crossings(t: np.ndarray, frac: np.ndarray, level: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``frac`` (S, T, D): the first time any direction's learned fraction reaches
+    ``level`` (interpolated linearly on the largest fraction between the bracketing records; nan
+    if none does) and that direction (−1: none)."""
+    frac = np.asarray(frac, float)
+    top = frac.max(axis=2)
+    times = threshold_times(t, top, [level])[:, 0]
+    reached = top >= level
+    first = np.where(reached.any(axis=1), np.argmax(reached, axis=1), -1)
+    dirs = np.array([int(np.argmax(frac[s, j])) if j >= 0 else -1 for s, j in enumerate(first)])
+    return times, dirs
+
+
 def train_drop_times(lam, N: int, P: int, heads: dict, *, lr: float, steps: int, rng: np.random.Generator,
                      tick=None) -> dict:
     """Both runs from ``heads``; per row the directions' learning times (τ; nan if not learned)."""
@@ -60,11 +79,16 @@ def train_drop_times(lam, N: int, P: int, heads: dict, *, lr: float, steps: int,
     del X, y
     H = rel["r"].shape[1]
     fs = finite_sample_separate(mom, full, lam, N, H=H, lr=lr, steps=steps, tick=tick)
-    t_fs = learning_times(fs.t, learned_fractions(fs.M, lam, N))
+    f_fs = learned_fractions(fs.M, lam, N)
+    t_fs = learning_times(fs.t, f_fs)
+    first_fs, dir_fs = first_crossings(fs.t, f_fs)
     th = SeparateHeads(H, 1).theta(fs.params).reshape(-1, D + 1, D + 1, D)
     own, other = (np.sqrt(np.sum(x * x, axis=(1, 2))) for x in (th[:, D, :D, :], th[:, :D, D, :]))
     route = other / np.maximum(own + other, 1e-300)  # the value-input × key-label route's share at the end
     pop = separate_population_gd(lam, N, rel, lr=lr, steps=steps, tick=tick)
-    t_pop = learning_times(pop.t, learned_fractions(pop.M, lam, N))
-    return {"fs_times": t_fs, "pop_times": t_pop, "spread": spread, "horizon": steps * lr, "fs_route_share": route,
+    f_pop = learned_fractions(pop.M, lam, N)
+    t_pop = learning_times(pop.t, f_pop)
+    first_pop, _ = first_crossings(pop.t, f_pop)
+    return {"fs_times": t_fs, "pop_times": t_pop, "fs_first": first_fs, "fs_first_direction": dir_fs,
+            "pop_first": first_pop, "spread": spread, "horizon": steps * lr, "fs_route_share": route,
             "fs_t": fs.t, "fs_loss": fs.train_loss, "pop_t": pop.t, "pop_loss": pop.loss}

@@ -34,7 +34,8 @@ from . import _population as popm
 from ._paper import paper
 
 __all__ = ["DropTimeOde", "drop_time_ode", "residual_diagonal", "drop_times", "first_drop_gd",
-           "first_drop_gd_with_error", "first_drop_flow", "learned_scales", "ODE_RTOL"]
+           "first_drop_gd_with_error", "first_drop_gd_full_residual", "first_drop_flow", "learned_scales",
+           "ODE_RTOL"]
 
 #: relative tolerance of the DOP853 integration of the per-head ODE
 ODE_RTOL = 1e-10
@@ -203,19 +204,38 @@ def first_drop_gd_with_error(lambdas, N: int, heads: dict, lr: float,
     return _first_drop_gd(lambdas, N, heads, lr, max_steps)
 
 
-def _first_drop_gd(lambdas, N, heads, lr, max_steps):
+def first_drop_gd_full_residual(lambdas, N: int, heads: dict, lr: float, max_steps: int) -> list[float]:
+    r"""Per seed: the first drop of GD at step ``lr`` on the same overlaps with the **full** residual
+    $E=\Lambda^2-\mathbb E[\beta\beta^\top]M\Lambda$ — its off-diagonal entries
+    $-\mathbb E[\beta_d^2]\lambda_eM_{de}$ kept, which the diagonal reduction leaves out (the
+    derivation's first step; the diagonal is the reduction's own $e_d$).  How far this moves a
+    seed's first drop from :func:`first_drop_gd` is the reduction's error estimated on the
+    theory's side: small while the heads grow along separate directions, larger where a few
+    heads grow along two nearly tied directions at once (their off-diagonal $M_{de}$ then grows
+    with the diagonal)."""
+    return _first_drop_gd(lambdas, N, heads, lr, max_steps, full=True)[0]
+
+
+def _first_drop_gd(lambdas, N, heads, lr, max_steps, full: bool = False):
     lam, c = _c(lambdas, N)
     ode = drop_time_ode()
     mstar = 1.0 / (lam * c)
     v, k, q = (np.array(heads[x], dtype=float) for x in ("v", "K", "Q"))  # (S, H), (S, H, D) × 2
     S = v.shape[0]
+    if full:  # −E[β_d²]λ_e: the off-diagonal residual's factor (the population section's numbers)
+        off = -np.asarray(paper().beta_diag(lambdas, N), float)[:, None] * lam[None, :]
+        idx = np.arange(lam.size)
     out, err = np.full(S, np.inf), np.zeros(S)
     live = np.ones(S, bool)
     f1 = np.full(S, np.nan)  # f one step back
     f2 = np.full(S, np.nan)  # two steps back
     with np.errstate(over="ignore", invalid="ignore"):
         for n in range(int(max_steps) + 1):
-            m = (v[:, :, None] * k * q).sum(1)  # (S, D): the diagonal M_dd
+            if full:
+                Mf = np.einsum("sid,sie->sde", v[:, :, None] * k, q)  # (S, D, D)
+                m = np.diagonal(Mf, axis1=1, axis2=2)
+            else:
+                m = (v[:, :, None] * k * q).sum(1)  # (S, D): the diagonal M_dd
             f = np.max(m / mstar, axis=1)
             if not np.all(np.isfinite(f[live])):
                 raise NumericalTrouble("GD on the per-head reduction diverged before the first drop: lower lr")
@@ -236,10 +256,17 @@ def _first_drop_gd(lambdas, N, heads, lr, max_steps):
                 live[s_] = False
             if not live.any():
                 break
-            e = ode.residual(lam, c, m)[:, None, :]  # (S, 1, D)
-            dv = (k * q * e).sum(2)
-            dk = v[:, :, None] * e * q
-            dq = v[:, :, None] * e * k
+            if full:
+                E = off * Mf
+                E[:, idx, idx] = ode.residual(lam, c, m)
+                dv = np.einsum("sid,sde,sie->si", k, E, q)  # τv̇ = kᵀEq, τk̇ = vEq, τq̇ = vEᵀk
+                dk = v[:, :, None] * np.einsum("sde,sie->sid", E, q)
+                dq = v[:, :, None] * np.einsum("sde,sid->sie", E, k)
+            else:
+                e = ode.residual(lam, c, m)[:, None, :]  # (S, 1, D)
+                dv = (k * q * e).sum(2)
+                dk = v[:, :, None] * e * q
+                dq = v[:, :, None] * e * k
             v, k, q = v + lr * dv, k + lr * dk, q + lr * dq
             f2, f1 = f1, f
     return [float(x) for x in out], [float(x) for x in err]
