@@ -243,3 +243,21 @@ def test_near_tie_first_drop_is_the_first_crossing_and_its_reduction_error_is_es
     frac = np.array([[[0.0, 0.1], [0.2, 0.4], [0.3, 0.6], [0.6, 0.45], [0.9, 0.1]]])
     times, dirs = dtx.first_crossings(t_, frac)
     assert times[0] == pytest.approx(1.5) and dirs[0] == 1
+
+
+def test_whole_gap_rate_is_judged_only_where_the_slowest_direction_carries_the_window():
+    """A setting the refutation search once answered `fails` at (D = 3, N = 3, λ = 0.223, 0.197,
+    0.472): the grid's lazy scales sit near the slowest direction's learned scale, so its share
+    of the gap in the fitting window is small (0.02, 0.81) and the window shows the faster
+    direction's rate.  The whole gap's rate is then not judged (inconclusive, saying why) while
+    each direction's own rate still is, and holds."""
+    keys = {"D": 3, "N": 3, "H": 2, "lambdas": "0.22313016014842982,0.19691167520419406,0.4723665527410147",
+            "w_init": 0.057689982812296335, "lr": 0.16640670584415232, "H_merged": 1,
+            "w_init_merged": 0.0001732050807568877, "lr_merged": 0.006, "steps_merged": 709630,
+            "steps_separate": 17639, "lr_lazy": 0.024279588163665215, "steps_lazy": 4528}
+    v = _memo.run(get_claim("linattn.init-scale"), get_claim("linattn.init-scale").setting({"profile": "quick", **keys}))
+    assert v.verdict == "inconclusive" and any("carry 0.99 of the gap" in r for r in v.reasons), v.reasons
+    assert max(v.measured["lazy_slowest_direction_share"]) < 0.99
+    per_dir = [c for c in v.checks if "each direction's loss share" in c.name]
+    assert per_dir and all(c.passed for c in per_dir)
+    assert not any(c.name.startswith("large init: L − L*") for c in v.checks)

@@ -63,15 +63,20 @@ def accelerates(ell: np.ndarray, rounding: float) -> tuple[np.ndarray, np.ndarra
     return peak > first + rounding, ratio
 
 
-def fit_decay_rate(t: np.ndarray, gap: np.ndarray, lo: float, hi: float) -> tuple[float, float, int]:
-    """Least-squares rate of ln(gap) on the stretch where lo·gap₀ ≤ gap ≤ hi·gap₀ after its last
-    entry above hi·gap₀; returns (rate, |rate of first half − rate of second half|, points)."""
+def decay_window(gap: np.ndarray, lo: float, hi: float) -> slice:
+    """The stretch where lo·gap₀ ≤ gap ≤ hi·gap₀, after its last entry above hi·gap₀."""
     g0 = float(gap[0])
     above = np.nonzero(gap > hi * g0)[0]
     start = int(above[-1]) + 1 if above.size else 0
     below = np.nonzero(gap[start:] < lo * g0)[0]
-    stop = start + (int(below[0]) if below.size else gap.size - start)
-    tt, yy = t[start:stop], gap[start:stop]
+    return slice(start, start + (int(below[0]) if below.size else gap.size - start))
+
+
+def fit_decay_rate(t: np.ndarray, gap: np.ndarray, lo: float, hi: float) -> tuple[float, float, int]:
+    """Least-squares rate of ln(gap) on :func:`decay_window`; returns (rate, |rate of first half −
+    rate of second half|, points)."""
+    win = decay_window(gap, lo, hi)
+    tt, yy = t[win], gap[win]
     if tt.size < 8 or np.any(yy <= 0):
         return float("nan"), float("nan"), int(tt.size)
     ly = np.log(yy)
