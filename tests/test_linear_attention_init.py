@@ -219,12 +219,12 @@ def test_drop_times_prediction_sees_a_planted_theory_error_after_a_clean_run():
 
 
 def test_near_tie_first_drop_is_the_first_crossing_and_its_reduction_error_is_estimated():
-    """A setting the refutation search once answered `fails` at (D = 2, H = 2, λ = 0.535, 0.503:
-    two heads growing along two nearly tied directions).  Population GD's T₁ is the first time
-    any direction reaches half its learned value — here earlier than the first direction learned
-    for good, since one direction falls back below ½ as the heads specialise — and the theory's
-    full-residual map estimates what the per-head reduction leaves out: seed 0's 0.95 % is over
-    pop_rel_tol/3, so that seed is left out (inconclusive, saying why), seed 1 is judged."""
+    """A setting the refutation search once answered `fails` at, by 21 % (D = 2, H = 2, λ = 0.535,
+    0.503: two heads growing along two nearly tied directions).  Population GD's T₁ is the first
+    time any direction reaches half its learned value — here earlier than the first direction
+    learned for good, since one direction falls back below ½ as the heads specialise — and
+    against it the reduction is within pop_rel_tol (1.35 %, 0.8 %).  The theory's full-residual
+    map estimates what the reduction leaves out (seed 0: 0.95 %) and the verdict notes it."""
     keys = {"D": 2, "N": 8, "H": 2, "lambdas": "0.5352614285189903,0.5028315779709409", "w_init": 0.02,
             "lr": 0.16, "steps": 3964}
     c = get_claim("linattn.separate.drop-times")
@@ -235,9 +235,10 @@ def test_near_tie_first_drop_is_the_first_crossing_and_its_reduction_error_is_es
     pred = c.constants(s)
     assert pred["reduction_neglect"][0] > s.pop_rel_tol / 3 > pred["reduction_neglect"][1]
     v = judge_claim(c, s, m)
-    assert v.verdict == "inconclusive" and any("seed(s) [0] not judged" in r for r in v.reasons), v.reasons
+    assert v.verdict != "fails", v.summary()
+    assert any(n.startswith("seed(s) [0]: the off-diagonal residual") for n in v.notes), v.notes
     pop = [x for x in v.checks if "population GD" in x.name]
-    assert [x.name.split(":")[0] for x in pop] == ["seed 1"] and all(x.passed for x in pop)
+    assert len(pop) == 2 and all(x.passed for x in pop)
     # a fraction that crosses ½ and falls back: the first crossing counts (the larger fraction's)
     t_ = np.arange(5.0)
     frac = np.array([[[0.0, 0.1], [0.2, 0.4], [0.3, 0.6], [0.6, 0.45], [0.9, 0.1]]])
@@ -249,14 +250,15 @@ def test_whole_gap_rate_is_judged_only_where_the_slowest_direction_carries_the_w
     """A setting the refutation search once answered `fails` at (D = 3, N = 3, λ = 0.223, 0.197,
     0.472): the grid's lazy scales sit near the slowest direction's learned scale, so its share
     of the gap in the fitting window is small (0.02, 0.81) and the window shows the faster
-    direction's rate.  The whole gap's rate is then not judged (inconclusive, saying why) while
+    direction's rate (judged only where the others' share can pull the slope by ≤ 1 %).  The whole gap's rate is then not judged (inconclusive, saying why) while
     each direction's own rate still is, and holds."""
     keys = {"D": 3, "N": 3, "H": 2, "lambdas": "0.22313016014842982,0.19691167520419406,0.4723665527410147",
             "w_init": 0.057689982812296335, "lr": 0.16640670584415232, "H_merged": 1,
             "w_init_merged": 0.0001732050807568877, "lr_merged": 0.006, "steps_merged": 709630,
             "steps_separate": 17639, "lr_lazy": 0.024279588163665215, "steps_lazy": 4528}
     v = _memo.run(get_claim("linattn.init-scale"), get_claim("linattn.init-scale").setting({"profile": "quick", **keys}))
-    assert v.verdict == "inconclusive" and any("carry 0.99 of the gap" in r for r in v.reasons), v.reasons
+    assert v.verdict == "inconclusive" and any(r.startswith("large init: at no grid scale") for r in v.reasons), \
+        v.reasons
     assert max(v.measured["lazy_slowest_direction_share"]) < 0.99
     per_dir = [c for c in v.checks if "each direction's loss share" in c.name]
     assert per_dir and all(c.passed for c in per_dir)

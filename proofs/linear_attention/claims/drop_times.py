@@ -18,7 +18,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
+from icltheory.core import Claim, Cost, NumericalTrouble, PlantedError, Prediction, lazy_module
 
 from ..settings_init import DropTimesSetting, initial_heads
 from ._common import ARXIV, SOLVER_MARGIN, loss_plot, steps_work
@@ -83,7 +83,7 @@ class DropTimes(Claim):
         "reduction_neglect": Prediction(
             "per seed: how far (relative) the first drop moves when GD runs on the same overlaps with the full "
             "residual Λ² − E[ββᵀ]MΛ, off-diagonal entries kept — what the reduction leaves out, estimated on the "
-            "theory's side; a seed is judged only where this many × it is within pop_rel_tol", informational=True),
+            "theory's side (inf where that map diverges); reported, not a premise", informational=True),
         "first_drop_interpolation_error": Prediction(
             "per seed: how far (relative) the predicted first drop moves when the crossing of ½ is "
             "interpolated by a parabola through the last three GD steps instead of a line through the last "
@@ -108,7 +108,10 @@ class DropTimes(Claim):
         n = min(s.D, s.H)
         padded = [list(r) + [math.inf] * (n - len(r)) for r in rows]
         first, interp = dt_theory.first_drop_gd_with_error(s.lambdas, s.N, heads, s.lr, 4 * s.steps)
-        full = dt_theory.first_drop_gd_full_residual(s.lambdas, s.N, heads, s.lr, 4 * s.steps)
+        try:
+            full = dt_theory.first_drop_gd_full_residual(s.lambdas, s.N, heads, s.lr, 4 * s.steps)
+        except NumericalTrouble:
+            full = [math.inf] * len(first)
         neglect = [0.0 if a == b else abs(b / a - 1.0) if math.isfinite(a) and math.isfinite(b) and a > 0 else math.inf
                    for a, b in zip(first, full)]
         return {"first_drop_times": first, "first_drop_interpolation_error": interp, "reduction_neglect": neglect,
@@ -170,14 +173,13 @@ class DropTimes(Claim):
             return
         first = [float(x) for x in pred["first_drop_times"]]
         neglect = [float(x) for x in pred["reduction_neglect"]]
-        outside = [k for k in range(s.seeds) if _REDUCTION_ORDER_MARGIN * neglect[k] > s.pop_rel_tol]
-        if outside:
-            ctx.inconclusive(
-                f"seed(s) {outside} not judged: on the theory's side the off-diagonal residual the per-head reduction "
-                "leaves out (−E[β_d²]λ_e M_de) moves their first drop by "
-                + ", ".join(f"{100 * neglect[k]:.2g} %" for k in outside)
-                + f", and {_REDUCTION_ORDER_MARGIN:g} × that exceeds pop_rel_tol = {s.pop_rel_tol:g} (a few heads growing "
-                "along nearly tied directions at once: more heads, a wider eigen-gap, or claim less)")
+        large = [k for k in range(s.seeds) if _REDUCTION_ORDER_MARGIN * neglect[k] > s.pop_rel_tol]
+        if large:  # evidence, not a premise: the full-residual map is what population GD computes
+            ctx.note(f"seed(s) {large}: the off-diagonal residual the per-head reduction leaves out "
+                     "(−E[β_d²]λ_e M_de, kept on the theory's side) moves their first drop by "
+                     + ", ".join(f"{100 * neglect[k]:.2g} %" for k in large)
+                     + f" — more than a third of pop_rel_tol = {s.pop_rel_tol:g}: a few heads growing along nearly "
+                     "tied directions at once, where the reduction is least accurate")
         fs_t = m["fs_times"]
         budget = 1e-3 / (2 * s.seeds)
         fs_first, pop_first, errors, pop_errors = [], [], [], []
@@ -187,8 +189,6 @@ class DropTimes(Claim):
             fs_first.append(tf)
             pop_first.append(tp)
             label = f"seed {k}"
-            if k in outside:
-                continue
             if not math.isfinite(tf) or not math.isfinite(tp):
                 if first[k] * (1 + tol) <= horizon:
                     ctx.condition(f"{label}: the first drop happens by (1 + {tol:g}) × the predicted time",

@@ -581,6 +581,7 @@ class SaddleToSaddle(Claim):
         ctx.measure("order_controls", [{f"{i},{j}": w for (i, j), w in c.items()} for c in m["controls"]])
         if m.get("fs_premise"):
             ctx.note(m["fs_premise"])
+            ctx.evidence["simulator_b"] = m["fs_premise"]
         for k, (rb, rdb) in enumerate(m["fs"]):
             label = f"(b) full-batch {'gradient flow' if s.integrator == 'flow' else 'GD'} on P={s.P} sequences, seed {k}"
             _note_transient(ctx, label, rdb.transient[0])

@@ -238,7 +238,8 @@ def _first_drop_gd(lambdas, N, heads, lr, max_steps, full: bool = False):
                 m = (v[:, :, None] * k * q).sum(1)  # (S, D): the diagonal M_dd
             f = np.max(m / mstar, axis=1)
             if not np.all(np.isfinite(f[live])):
-                raise NumericalTrouble("GD on the per-head reduction diverged before the first drop: lower lr")
+                raise NumericalTrouble("GD on the per-head " + ("overlaps (full residual)" if full else "reduction")
+                                       + " diverged before the first drop: lower lr")
             for s_ in np.flatnonzero(live & (f >= 0.5)):
                 if n == 0:
                     out[s_] = 0.0

@@ -44,7 +44,9 @@ def sweep_cost(s) -> Cost:
             Lmin = float(min(s.Ls))
             expected = sum(min(cap, int(steps * (Lmin / float(L)) ** 2) + 50)
                            for cap, L in zip(runs.sweep_caps(s.Ls, steps), s.Ls))
-            work += expected * model_b_step_cost(s.prompts, s.N, s.d)
+            # and the largest L's run again at half the step (twice its steps: GD's lag, measured)
+            last = min(runs.sweep_caps(s.Ls, steps)[int(np.argmax(s.Ls))], int(steps * (Lmin / max(s.Ls)) ** 2) + 50)
+            work += (expected + 2 * last) * model_b_step_cost(s.prompts, s.N, s.d)
             mem = max(mem, 8.0 * s.prompts * (s.N + 1) * (s.d + 8))
     models = "the summary's" if "S" in s.model_list else s.models
     return Cost(work, mem, f"L sweep of {R} runs, models {models}")
