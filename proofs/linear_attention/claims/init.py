@@ -155,7 +155,8 @@ class InitScaleWithLazy(InitScale):
             return
         rates, tols, judged, shares = [], [], [], []
         pr = [float(x) for x in pred["lazy_rates"]]
-        slow = int(np.argmin(pr))
+        slowest = np.flatnonzero(np.asarray(pr) <= min(pr) * (1 + 1e-9))  # (tied eigenvalues: all of them)
+        slow = ",".join(str(int(d)) for d in slowest)
         mix = max(pr) / min(pr) - 1.0  # a share 1 − s of faster modes moves the slope by ≤ (1 − s)·mix·ρ
         for i in rows:
             r, spread, n = regimes.fit_decay_rate(lz["t"], lz["gap"][i], lo_w, hi_w)
@@ -165,7 +166,7 @@ class InitScaleWithLazy(InitScale):
                 return
             win = regimes.decay_window(lz["gap"][i], lo_w, hi_w)
             ell_w = lz["ell"][i][win]
-            share = float(np.min(ell_w[:, slow] / np.maximum(ell_w.sum(axis=1), 1e-300)))
+            share = float(np.min(ell_w[:, slowest].sum(axis=1) / np.maximum(ell_w.sum(axis=1), 1e-300)))
             shares.append(share)
             if (1.0 - share) * mix > _MIX_PULL:
                 continue
@@ -178,11 +179,11 @@ class InitScaleWithLazy(InitScale):
         left = [float(scales[i]) for i, sh in zip(rows, shares) if (1.0 - sh) * mix > _MIX_PULL]
         if left:
             ctx.note(f"large init: the whole gap's rate is not judged at v0 = {[round(x, 4) for x in left]}: there the "
-                     f"slowest direction e_{slow} carries less than {need:.4g} of the gap in the fitting window (its "
+                     f"slowest direction(s) e_{slow} carry less than {need:.4g} of the gap in the fitting window (its "
                      "initial gap is small: v0 near its learned scale), so the window shows faster modes; each "
                      "direction's own rate is judged below")
         if not judged:
-            ctx.inconclusive(f"large init: at no grid scale without a plateau does the slowest direction e_{slow} carry "
+            ctx.inconclusive(f"large init: at no grid scale without a plateau do the slowest direction(s) e_{slow} carry "
                              f"{need:.4g} of the gap in the fitting window — the whole gap's asymptotic rate is not "
                              "reached there (a wider grid, or a deeper window)")
         rt = max(tols, default=0.0) / float(pred["lazy_rate"])

@@ -29,7 +29,7 @@ from . import _population as pop
 from . import _training as training
 from ._training import Run
 
-__all__ = ["Visit", "RunReading", "read_run", "order_violations", "head_groups", "count_drops",
+__all__ = ["Visit", "RunReading", "read_run", "order_violations", "head_groups", "count_drops", "plateau_levels",
            "local_maxima", "descent_phases", "settled", "order_controls"]
 
 
@@ -155,14 +155,19 @@ def head_groups(run: Run, row: int, times, *, share: float) -> list[list[int]]:
     return list(groups.values())
 
 
-def count_drops(t, y, *, ends_converged: bool) -> int:
-    """Drops = transitions between the detected plateaus (log time); when the run is known to
-    end converged, its final value is the last level (added unless the last plateau already sits
+def plateau_levels(t, y, *, ends_converged: bool) -> list[float]:
+    """The levels of the detected plateaus (log time), in order; when the run is known to end
+    converged, its final value is the last level (added unless the last plateau already sits
     there, within the detector's min_drop of 3% of the range)."""
-    levels = [p.level for p in detect_plateaus(t, y, log_time=True)]
+    levels = [float(p.level) for p in detect_plateaus(t, y, log_time=True)]
     if ends_converged and (not levels or abs(levels[-1] - y[-1]) > 0.03 * float(np.ptp(y))):
         levels.append(float(y[-1]))
-    return len(levels) - 1
+    return levels
+
+
+def count_drops(t, y, *, ends_converged: bool) -> int:
+    """Drops = transitions between the plateaus of :func:`plateau_levels`."""
+    return len(plateau_levels(t, y, ends_converged=ends_converged)) - 1
 
 
 def local_maxima(x) -> list[int]:
