@@ -736,3 +736,20 @@ def test_parameter_separation_test_has_its_stated_level():
     assert abs(hits - n * p) < 5 * math.sqrt(n * p * (1 - p)), (hits, n * p)
     v = _parameter_verdict([0.1] * 6 + [0.2], [0.5] * 6 + [0.6])
     assert abs(v.false_fail - p) < 1e-12
+
+
+def test_equivariance_tolerance_follows_the_exp_kernels_condition_number():
+    """A setting the refutation search once answered `fails` at: K = 3 blocks of the exp kernel
+    on Gaussian inputs grow the hidden states to ≈ 4e231, where the forward pass's round-off
+    (2.8e-12 relative) exceeds a flat 1e-12; exp turns a relative round-off δ of its argument a
+    into a·δ, so the tolerance is 1e-12 × ln S relative to the largest entry S — still a
+    round-off-level check (≤ 1e-9 relative), which an O(1) error such as a value map with one Rᵀ
+    missing (the planted error, checked at the defaults) cannot pass."""
+    c = get_claim("catgd.equivariance")
+    s = c.setting({"profile": "quick", "seed": 20, "d": 5, "dprime": 1, "C": 3, "N": 12, "K": 3, "kernel": "exp",
+                   "samples": 3})
+    v = run_check(c, s)
+    assert v.verdict == "holds", v.summary()
+    assert v.measured["hidden_state_equivariance_error"] > 1e-12 * 1e231
+    hidden = next(x for x in v.checks if x.name.startswith("hidden states transform"))
+    assert hidden.tolerance["atol"] <= 1e-9 * v.measured["hidden_state_equivariance_error"] / 2.8e-12

@@ -263,3 +263,19 @@ def test_whole_gap_rate_is_judged_only_where_the_slowest_direction_carries_the_w
     per_dir = [c for c in v.checks if "each direction's loss share" in c.name]
     assert per_dir and all(c.passed for c in per_dir)
     assert not any(c.name.startswith("large init: L − L*") for c in v.checks)
+
+
+@pytest.mark.slow
+def test_attn_m_counts_plateaus_at_its_fixed_points_only():
+    """Settings the refutation search once answered `fails` at ("2 drops" for ATTN_M at D = 2,
+    λ = 1, 0.1): after the drop the small-λ direction converges exponentially and slowly, which on
+    a log-time axis looks flat for a while.  ATTN_M has two fixed points only (M_0, M*), so the
+    drops are counted between plateaus at their losses; the tail is noted, not counted — and a
+    predicted count of 2 still fails."""
+    v = _memo.run(get_claim("linattn.init-scale"),
+                  get_claim("linattn.init-scale").setting({"profile": "quick", "D": 2, "lambdas": "1.0,0.1"}))
+    assert v.verdict == "holds", v.summary()
+    assert any(n.startswith("ATTN_M: flat stretch(es) in log time") for n in v.notes), v.notes
+    c = get_claim("linattn.init-scale")
+    w = _memo.run(c, c.setting({"profile": "quick", "D": 2, "lambdas": "1.0,0.1"}), predict={"attn_m_drops": "2"})
+    assert w.verdict == "fails"

@@ -463,3 +463,20 @@ def test_claims_hold_on_other_settings_at_standard(cid, setting):
 def test_setting_errors_name_the_key():
     with pytest.raises(SettingError, match="'d'"):
         get_claim("nonlinear.final-attention").setting({"d": 1})
+
+
+def test_model_b_lag_is_measured_at_half_the_step():
+    """A setting the refutation search once answered `fails` at (sin task, K = 12, d = 24: the
+    slope −2.0075 against a resolution 0.0069 from the population flow's lag formula, 0.29
+    steps).  Model B's largest-L run repeated at half the step measures GD's lag behind its
+    flow, T(η/2) − 2T(η) ≈ 2.35 steps (Euler's error is first order in the step, and halving the
+    step halves the slope's error: −2.0037), and the check allows the larger lag."""
+    c = get_claim("nonlinear.l-scaling")
+    s = c.setting({"profile": "quick", "seed": 959, "task": "sin", "K": 12, "d": 24, "eta_A": 1.1004234425388,
+                   "eta_B": 8.64436655254547, "steps_A": 2430, "steps_B": 5734})
+    v = _memo.run(c, s)
+    assert v.verdict != "fails", v.summary()
+    lag = v.measured["gd_lag_steps_measured"]["paper's model B: slope of log T vs log L, θ=0.5"]
+    assert 2.0 < lag < 2.7
+    b = next(x for x in v.checks if x.name.startswith("paper's model B"))
+    assert b.passed and abs(b.measured - (-2.0)) > 0.007
