@@ -809,6 +809,21 @@ def test_drop_time_small_init_premise_pair():
         assert bool([x for x in ctx.checks if "population" in x.name]) is judged, ctx.inconclusive_reasons
 
 
+def test_drop_time_scope_pair():
+    """linattn.separate.drop-times judges a seed only while 3 × the theory's own estimate of the
+    per-head reduction's error (its first drop with the off-diagonal residual kept) is within
+    pop_rel_tol — the claim's stated scope; just beyond, that seed is not judged (inconclusive)."""
+    from icltheory.core import get_claim
+
+    s = get_claim("linattn.separate.drop-times").setting({"profile": "quick"})
+    edge = s.pop_rel_tol / 3.0
+    for factor, judged in ((1 - 1e-9, True), (1 + 1e-9, False)):
+        ctx = _drop_times_judge(s, 10.0, 10.0, neglect=edge * factor)
+        pop = [x for x in ctx.checks if "population" in x.name]
+        assert (len(pop) == s.seeds) is judged and bool(ctx.inconclusive_reasons) is not judged, \
+            ctx.inconclusive_reasons
+
+
 def test_judge_visits_attribution_pair():
     """A plateau is attributed to a saddle when it came within half the smallest drop of it:
     just inside is judged against Eq. 19, just outside only noted."""

@@ -222,9 +222,10 @@ def test_near_tie_first_drop_is_the_first_crossing_and_its_reduction_error_is_es
     """A setting the refutation search once answered `fails` at, by 21 % (D = 2, H = 2, λ = 0.535,
     0.503: two heads growing along two nearly tied directions).  Population GD's T₁ is the first
     time any direction reaches half its learned value — here earlier than the first direction
-    learned for good, since one direction falls back below ½ as the heads specialise — and
-    against it the reduction is within pop_rel_tol (1.35 %, 0.8 %).  The theory's full-residual
-    map estimates what the reduction leaves out (seed 0: 0.95 %) and the verdict notes it."""
+    learned for good, since one direction falls back below ½ as the heads specialise.  The
+    theory's full-residual map estimates what the reduction leaves out (seed 0: 0.95 %, more
+    than a third of pop_rel_tol): seed 0 is outside the claim's scope and not judged (the
+    verdict says why), seed 1 is judged and holds."""
     keys = {"D": 2, "N": 8, "H": 2, "lambdas": "0.5352614285189903,0.5028315779709409", "w_init": 0.02,
             "lr": 0.16, "steps": 3964}
     c = get_claim("linattn.separate.drop-times")
@@ -235,10 +236,10 @@ def test_near_tie_first_drop_is_the_first_crossing_and_its_reduction_error_is_es
     pred = c.constants(s)
     assert pred["reduction_neglect"][0] > s.pop_rel_tol / 3 > pred["reduction_neglect"][1]
     v = judge_claim(c, s, m)
-    assert v.verdict != "fails", v.summary()
-    assert any(n.startswith("seed(s) [0]: the off-diagonal residual") for n in v.notes), v.notes
+    assert v.verdict == "inconclusive" and any(r.startswith("seed(s) [0] outside the claim's scope") for r in v.reasons), \
+        v.reasons
     pop = [x for x in v.checks if "population GD" in x.name]
-    assert len(pop) == 2 and all(x.passed for x in pop)
+    assert [x.name.split(":")[0] for x in pop] == ["seed 1"] and all(x.passed for x in pop)
     # a fraction that crosses ½ and falls back: the first crossing counts (the larger fraction's)
     t_ = np.arange(5.0)
     frac = np.array([[[0.0, 0.1], [0.2, 0.4], [0.3, 0.6], [0.6, 0.45], [0.9, 0.1]]])
