@@ -379,13 +379,13 @@ def test_init_scale_and_controls():
     assert _run("linattn.init-scale", {"lambdas": "0.4,0.4,0.1,0.1"}).verdict == "holds"
 
 
-def test_count_drops_uses_converged_end():
+def test_plateau_levels_use_converged_end():
     t = np.geomspace(1, 1e4, 3000)
     u = np.log(t)
     y = 1 - 0.5 / (1 + np.exp(-(u - np.log(30)) / 0.05)) - 0.3 * np.clip((u - np.log(40)) / np.log(250), 0, 1)
     assert len(detect_plateaus(t, y, log_time=True)) == 1
-    assert analysis.count_drops(t, y, ends_converged=True) == 1
-    assert analysis.count_drops(t, y, ends_converged=False) == 0
+    assert analysis.plateau_levels(t, y, ends_converged=True) == pytest.approx([1.0, y[-1]], abs=1e-3)
+    assert len(analysis.plateau_levels(t, y, ends_converged=False)) == 1
 
 
 def test_softmax_qualitative_and_control():

@@ -428,11 +428,11 @@ def _fs_premise(s) -> str | None:
             + (" — beyond the largest P a setting allows (1e6)" if need > 1e6 else ""))
 
 
-def _fs_what(s) -> str:
+def _fs_what(s, runs_b: bool) -> str:
     """The estimate's words for simulator (b)."""
     if not s.fs_seeds:
         return ""
-    return f", {s.fs_seeds} × P={s.P}" if _fs_premise(s) is None else f"; simulator (b) not run (P={s.P} too few)"
+    return f", {s.fs_seeds} × P={s.P}" if runs_b else f"; simulator (b) not run (P={s.P} too few)"
 
 
 def _smaller_init(s, u0: float, u0_max: float) -> str:
@@ -474,19 +474,18 @@ class SaddleToSaddle(Claim):
 
     def estimate(self, s) -> Cost:
         D, F = s.D, (s.D + 1) ** 2 * s.D
+        runs_b = bool(s.fs_seeds) and _fs_premise(s) is None
         if s.integrator == "flow":
             n_learn = min(s.D, s.H * s.R)
             a = _flow_work(s, [(s.R, n_learn)] * s.seeds)
             # (b): the training set's moments (one BLAS-3 product ZᵀZ over P sequences), then its flow
-            b = (s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + _fs_flow_work(s, n_learn))
-                 if s.fs_seeds and _fs_premise(s) is None else 0.0)
+            b = s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + _fs_flow_work(s, n_learn)) if runs_b else 0.0
             return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
-                        what=f"adaptive flow × {s.seeds} seeds" + _fs_what(s))
+                        what=f"adaptive flow × {s.seeds} seeds" + _fs_what(s, runs_b))
         a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
-        b = (s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F))
-             if s.fs_seeds and _fs_premise(s) is None else 0.0)
+        b = s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if runs_b else 0.0
         return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
-                    what=f"≤ {s.steps} GD steps × {s.seeds} seeds" + _fs_what(s))
+                    what=f"≤ {s.steps} GD steps × {s.seeds} seeds" + _fs_what(s, runs_b))
 
     def measure(self, s, run) -> dict:
         n_learn = min(s.D, s.H * s.R)  # what H heads of rank R can hold: rank(M) ≤ H·R

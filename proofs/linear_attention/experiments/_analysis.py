@@ -29,7 +29,7 @@ from . import _population as pop
 from . import _training as training
 from ._training import Run
 
-__all__ = ["Visit", "RunReading", "read_run", "order_violations", "head_groups", "count_drops", "plateau_levels",
+__all__ = ["Visit", "RunReading", "read_run", "order_violations", "head_groups", "plateau_levels",
            "local_maxima", "descent_phases", "settled", "order_controls"]
 
 
@@ -164,10 +164,6 @@ def plateau_levels(t, y, *, ends_converged: bool) -> list[float]:
         levels.append(float(y[-1]))
     return levels
 
-
-def count_drops(t, y, *, ends_converged: bool) -> int:
-    """Drops = transitions between the plateaus of :func:`plateau_levels`."""
-    return len(plateau_levels(t, y, ends_converged=ends_converged)) - 1
 
 
 def local_maxima(x) -> list[int]:

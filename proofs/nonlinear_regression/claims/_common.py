@@ -216,15 +216,13 @@ def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
         resid = np.log(Tj[use]) - (fit.intercept + fit.slope * np.log(Ls[use]))
         misfit = float(np.sum(np.abs(fit.weights) * np.abs(resid)))
         resolution = allow + misfit
-        how = ("GD's Euler lag ½|ln(rate ratio)| + 1 step of interpolation" if flow_lag
+        how = ("GD's lag behind its flow: the larger of ½|ln(rate ratio)| and the measured T(η/2) − 2T(η), "
+               "+ 1 step of interpolation" if measured_lag is not None
+               else "GD's Euler lag ½|ln(rate ratio)| + 1 step of interpolation" if flow_lag
                else "1 step of interpolation between recorded steps")
-        if measured_lag is not None:
-            how = ("GD's lag behind its flow: the larger of ½|ln(rate ratio)| and the measured T(η/2) − 2T(η), "
-                   "+ 1 step of interpolation")
-        lag_txt = f"{lag:.2g}"
         c = ctx.close(f"{name}, θ={theta:g}", key=key, measured=fit.slope, atol=resolution,
                       why=f"the check's resolution {resolution:.3g} = {allow:.3g}, the first-order effect "
-                          f"of ±{lag_txt} steps on each T ({how}), + {misfit:.3g}, the same effect of "
+                          f"of ±{lag:.2g} steps on each T ({how}), + {misfit:.3g}, the same effect of "
                           f"the log-log fit's residuals (what no power law explains); "
                           f"{int(use.sum())} L values in the small-step regime; {why}")
         if c.passed and resolution > tol:
@@ -259,7 +257,8 @@ def judge_sweeps(s, measured, ctx, key: str, name: str, why: str) -> dict:
             stiff = _stiffness(s, m, eta, s.Ls)
         out[m] = slope_checks(ctx, K=s.K, Ls=s.Ls, thetas=getattr(s, f"thetas_{m}"), T=sw["T"],
                               stiff=stiff, key=key, cap_key=f"steps_{m}",
-                              name=f"{label}: {name}", why=why, flow_lag=m != "S", lag_run=(sw["lag_at"], sw["T_half_step"]) if "lag_at" in sw else None)
+                              name=f"{label}: {name}", why=why, flow_lag=m != "S",
+                              lag_run=(sw["lag_at"], sw["T_half_step"]) if "lag_at" in sw else None)
         ctx.measured.setdefault("T", {})[m] = np.round(
             np.asarray(sw["T"]), 4).tolist()
         ctx.measured.setdefault("steps_run", {})[m] = sw["steps_run"]
