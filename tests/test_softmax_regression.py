@@ -204,6 +204,16 @@ def test_vectorization_claim_and_negative_control():
     assert any(s.name == "wrong pairing rejected" and s.status == "verified" for s in d.steps)
 
 
+def test_wrong_pairing_is_judged_per_instance():
+    """Found by the refutation search: at d = 1 the seed draws an instance with |x| = 5e-7, whose
+    wrong-pairing violation, relative to the largest instance's scale, looked like round-off
+    (9e-8); relative to its own scale it is O(1), as on every other instance."""
+    v = _run("softmaxreg.vectorization", {"seed": 451, "n": 5, "d": 1})
+    assert v.verdict == "holds"
+    wrong = next(c for c in v.checks if c.name == "wrong pairing rejected numerically")
+    assert float(wrong.measured) > 0.01
+
+
 def test_gradient_claim_and_negative_control():
     assert _run("softmaxreg.gradient", {"n": 3, "d": 2}).verdict == "holds"
     v = _run("softmaxreg.gradient", {"n": 3, "d": 2}, predict={"gradient_normalized": "0,0,0,0"})
