@@ -14,18 +14,20 @@ warm-up run of the defaults (so SymPy derivations and imports are not counted), 
 The target is 0.5 ≤ ratio ≤ 2 (the estimate is the run's CPU time within a factor of 2 on a
 machine like the reference one).  Settings the budget refuses are listed as refused, with the
 estimate; runs under 0.5 CPU s are printed but not judged (fixed costs dominate them).  The last
-lines give, per claim, the ratios' range and whether it is inside the band.
+lines give, per claim, the ratios' range, whether it is inside the band, and the
+``work_calibration`` that would centre it; the exit status is 1 when a claim is outside.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from icltheory.core import WORK_RATE, all_claims, over_budget, run_check
+from icltheory.core import WORK_RATE, all_claims, get_claim, over_budget, run_check
 from icltheory.testing import settings as valid_settings
 
 #: runs shorter than this (CPU seconds) are reported, not judged: fixed costs dominate them
@@ -42,7 +44,7 @@ def _changed(setting, base) -> str:
 
 
 def _one(claim, setting, base, rows: list) -> None:
-    cost = claim.estimate(setting)
+    cost = claim.cost(setting)
     work = cost.work if cost is not None else 0.0
     why = over_budget(claim, setting)
     if why:
@@ -93,13 +95,23 @@ def main() -> None:
         if prefixes and not claim.id.startswith(prefixes):
             continue
         summary.append((claim.id, _claim_rows(claim, a)))
-    print(f"\nestimate ÷ (CPU s × {WORK_RATE:.0e}), runs ≥ {MIN_JUDGED} CPU s; target 0.5 … 2")
+    print(f"\nestimate ÷ (CPU s × {WORK_RATE:.0e}), runs ≥ {MIN_JUDGED} CPU s; target 0.5 … 2"
+          "  (suggested work_calibration: the claim's current one × the ratios' geometric centre)")
+    outside = []
     for cid, rows in summary:
         if rows:
             ok = all(0.5 <= r <= 2.0 for r in rows)
-            print(f"  {cid:40s} {min(rows):6.2f} … {max(rows):6.2f}  {'ok' if ok else 'OUTSIDE'}")
+            centre = math.sqrt(min(rows) * max(rows))
+            cal = get_claim(cid).work_calibration
+            print(f"  {cid:40s} {min(rows):6.2f} … {max(rows):6.2f}  {'ok' if ok else 'OUTSIDE':7s}"
+                  f"  work_calibration {cal:g} → {cal * centre:.2g}")
+            if not ok:
+                outside.append(cid)
         else:
             print(f"  {cid:40s}   (no run long enough to judge)")
+    if outside:
+        print(f"\n{len(outside)} claim(s) outside the band: {', '.join(outside)}")
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ def main() -> None:
         c = get_claim(cid)
         for profile in ("quick", "standard"):
             s = c.setting({"profile": profile})
-            est = c.estimate(s)
+            est = c.cost(s)
             t0 = time.perf_counter()
             v = run_check(c, s)
             print(f"{cid:32s} {profile:9s} {v.verdict:13s} {time.perf_counter() - t0:6.2f} s  "

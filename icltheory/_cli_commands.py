@@ -227,7 +227,7 @@ def _dry_run(claims: Sequence[Claim], settings: Sequence[Setting], as_json: bool
     rows: list[dict[str, Any]] = []
     for c, s in zip(claims, settings):
         refusal = over_budget(c, s)
-        cost = c.estimate(s) if refusal is None else None
+        cost = c.cost(s) if refusal is None else None
         rows.append({"claim": c.id, "setting": s.as_dict(), "would_run": refusal is None,
                      "refusal": refusal,
                      "estimate": None if cost is None else

@@ -124,7 +124,7 @@ def _unit_cost(unit: str) -> float:
 
     try:
         claim = get_claim(unit)
-        return float(claim.estimate(claim.setting({"profile": "quick"})).work)
+        return float(claim.cost(claim.setting({"profile": "quick"})).work)
     except Exception:  # not a claim id, or no estimate: ordered after the claims
         return 0.0
 

@@ -256,6 +256,21 @@ def test_contract_is_enforced_at_definition():
         Prediction("a", kind="nonsense")
 
 
+def test_work_calibration_divides_the_estimate_where_budgets_read_it():
+    from icltheory.core import BUDGETS, over_budget
+
+    budget = BUDGETS["standard"][0]
+    est = lambda self, s: Cost(1.5 * budget, 8.0, "w")  # noqa: E731
+    plain = _mk(None, None, estimate=est)
+    calibrated = _mk(None, None, estimate=est, work_calibration=2.0)
+    assert plain.cost(_T()).work == 1.5 * budget and calibrated.cost(_T()).work == 0.75 * budget
+    assert calibrated.cost(_T()).memory == 8.0  # memory is not a rate: left as estimated
+    assert "not run" in over_budget(plain, _T()) and over_budget(calibrated, _T()) is None
+    for bad in (0.0, 100.0):
+        with pytest.raises(TypeError, match="work_calibration"):
+            _mk(None, None, work_calibration=bad)
+
+
 def test_profile_fields_and_given():
     assert _T().n == 1000 and _T(profile="quick").n == 100
     s = _T.parse({"x": "2", "profile": "quick"})

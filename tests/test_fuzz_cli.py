@@ -309,7 +309,7 @@ def _cpu_limit(cid: str, key: str, value: str) -> float:
     claim = get_claim(cid)
     try:
         setting = claim.setting({key: value, "profile": "quick"})
-        cost = None if refused(claim, setting) else claim.estimate(setting)
+        cost = None if refused(claim, setting) else claim.cost(setting)
     except Exception:  # noqa: BLE001 - invalid input: the run itself must say so, cheaply
         return CPU_LIMIT
     return CPU_LIMIT if cost is None else max(CPU_LIMIT, 2.0 * cost.work / WORK_RATE)

@@ -184,7 +184,7 @@ def report_claims(jobs: Sequence[tuple[Claim, Setting]], out_dir: str | os.PathL
 def _work_estimate(claim: Claim, setting: Setting) -> float:
     """The claim's a-priori work at ``setting`` (0 when it cannot say)."""
     try:
-        cost = claim.estimate(setting)
+        cost = claim.cost(setting)
         return float(cost.work) if cost is not None else 0.0
     except (OverflowError, ValueError, ZeroDivisionError):  # un-estimable: the check will say so
         return 0.0

@@ -43,6 +43,8 @@ def _alignment(M: np.ndarray, B: np.ndarray) -> float:
 
 class TFParameters(Claim):
     id = "catgd.tf-parameters"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 2.2
     title = "The trained Transformer's attention parameters move to the GD stationary point's form as L grows"
     source = SOURCE + ", §5 (synthetic experiments, table notes)"
     provenance = "summary's claim"

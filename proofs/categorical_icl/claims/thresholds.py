@@ -79,6 +79,8 @@ def _past_minimum(curve, min_delta: float) -> bool:
 
 class DataThresholds(Claim):
     id = "catgd.data-thresholds"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 1.9
     title = "Data needed: the GD model converges below 5000 prompts, a trained Transformer matches it only above 10000 (1 block) or 25000 (2 blocks)"
     source = SOURCE + ", §5 (synthetic experiments, the data-size table)"
     provenance = "summary's claim"
@@ -119,8 +121,8 @@ prompts given the trained models (one training run per model; its randomness is 
 controlled). The scale is the paper's in $d$, $d'$, $C$ and $L$; the context length ($N=10$ at
 standard, 5 at quick, against the paper's 125) and the batch (128 against 512) are smaller
 because a CPU step costs $\propto N\cdot$batch, while the thresholds are in prompts and each
-prompt gives the loss one query label whatever $N$ is. $K=2$ needs the thorough profile's
-budget. Reported: the trained Transformer's $Q_x^\top K_x$ distance to a scaled identity at each $L$.
+prompt gives the loss one query label whatever $N$ is. $K=2$ runs at the standard profile in
+about a minute and a half. Reported: the trained Transformer's $Q_x^\top K_x$ distance to a scaled identity at each $L$.
 """
     predictions = {
         "gd_converged_by": Prediction("the GD model has converged at fewer training prompts than this",

@@ -60,6 +60,8 @@ def _untrained_deep_gd(orig):
 
 class Training(Claim):
     id = "catgd.training"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 1.6
     title = "GD model vs freely trained Transformer on the synthetic task (scaled down, trends)"
     source = SOURCE + ", §5 (synthetic experiments); numbers from the authors' notebooks"
     provenance = "summary's claim"
@@ -202,6 +204,8 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
 
 class Depth(Claim):
     id = "catgd.depth"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 1.7
     title = "More layers help: the GD model's test NLL falls with depth (scaled down)"
     source = SOURCE + ", §5 (synthetic experiments, depth table); numbers from the authors' notebooks"
     provenance = "summary's claim"

@@ -43,6 +43,8 @@ def _keys_queries_like_random_init(orig):
 
 class InitScaleWithLazy(InitScale):
     id = "linattn.init-scale"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 1.9
     title = ("Plateau length grows like ln(1/w_init) for ATTN_M and like 1/(λ² w_init) for ATTN_S; above a "
              "derived init scale there is no plateau and the loss decays exponentially")
     statement = InitScale.statement + (

@@ -27,6 +27,8 @@ _HELD_OUT_CHUNK = 4096  # held-out sequences drawn and evaluated this many at a 
 
 class MergedFixedPoints(Claim):
     id = "linattn.merged.fixed-points"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 0.4
     title = "ATTN_M fixed points: zero (a saddle) and the global-minimum manifold with L* = tr Λ − Σ λ_d/c_d"
     source = f"{ARXIV}, §4 (ATTN_M landscape; moments of β)"
     provenance = "third-party summary of the paper"

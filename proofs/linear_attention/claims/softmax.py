@@ -24,6 +24,8 @@ _DROP = 0.1
 
 class SoftmaxDrops(Claim):
     id = "linattn.softmax.drops"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 0.6
     title = "Softmax attention (qualitative): merged key-query shows one drop, separate key/query several"
     source = f"{ARXIV}, Fig. 5 (softmax variants; no softmax theory in the paper)"
     provenance = "third-party summary of the paper"

@@ -20,6 +20,8 @@ __all__ = ["Oscillation", "FinalAttention"]
 
 class Oscillation(Claim):
     id = "nonlinear.oscillation"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 3.2
     title = ("Attention to a near-duplicate feature rises (> 0.3), then decays slowly; that query "
              "is much slower")
     source = (f"{ARXIV}, abstract: irrelevant attention decays slowly and can oscillate "
@@ -130,6 +132,8 @@ _STATEMENT_DELTA = 0.05
 
 class FinalAttention(Claim):
     id = "nonlinear.final-attention"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 2.8
     title = ("Finite prompts, after training: a fresh prompt's relevant-token attention is "
              "≥ 1 − δ with probability ≥ 1 − δ (δ = 0.05)")
     source = (f"{ARXIV}, abstract (query tokens attend to relevant tokens; confirmed); the "

@@ -54,6 +54,8 @@ def sweep_cost(s) -> Cost:
 
 class Rescaling(Claim):
     id = "nonlinear.rescaling"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 1.9
     title = "GD at (η, L) is GD at (ηL²/L'², L'): identical weights, loss ratio L²/L'²"
     source = f"{ARXIV}; identity derived here (reference §6.1)"
     provenance = "derived here"
@@ -187,6 +189,8 @@ class Rescaling(Claim):
 
 class LScaling(Claim):
     id = "nonlinear.l-scaling"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 2.7
     title = "Every attention-threshold time scales as L⁻² at fixed η (slope −2 of log T vs log L)"
     source = f"{ARXIV}; consequence of the rescaling identity (reference §6.1, §8 C-L-SCALING)"
     provenance = "derived here"

@@ -113,6 +113,8 @@ class IclShiftClaim(_ShiftClaim):
 
 class DataMoveClaim(_ShiftClaim):
     id = "softmaxreg.data-move"
+    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
+    work_calibration = 0.08
     title = ("ICL data move = target shift: L(A_{t+1}, X; B) = L(A_t, X; B̂) with "
              "‖B̂ − B‖ ≤ M‖A_{t+1} − A_t‖, M = R/2")
     setting_type = SoftmaxRegressionSetting
