@@ -391,12 +391,15 @@ def test_batch_integrator_stiff_robertson():
     assert np.max(np.abs(run.obs[0] - ref.y.T) / np.abs(ref.y.T)) < 1e-6
 
 
+@pytest.mark.parametrize("dense_max", [0, 160], ids=["woodbury", "dense"])
 @pytest.mark.parametrize("H,R,rank", [(3, 1, 1), (2, 3, 3), (3, 3, 2), (2, 2, 1)])
-def test_structured_newton_matches_dense(H, R, rank):
-    """The structured factorisation of I − cJ (per-head blocks, Woodbury for the rank-(2H + D²)
-    rest), on the columns of a rank-``rank`` state, solves as the dense analytic Jacobian of
-    :func:`separate_head_field` does (to 1e-12 relative), for small and large c; its field is
-    that field (the states' pieces interleaved (K_p, Q_p) instead of all K then all Q)."""
+def test_structured_newton_matches_dense(H, R, rank, dense_max, monkeypatch):
+    """The factorisation of I − cJ — by its structure (per-head blocks, Woodbury for the
+    rank-(2H + D²) rest), or from :meth:`dense_jacobian` for small states — on the columns of a
+    rank-``rank`` state, solves as the dense analytic Jacobian of :func:`separate_head_field`
+    does (to 1e-12 relative), for small and large c; its field is that field (the states'
+    pieces interleaved (K_p, Q_p) instead of all K then all Q)."""
+    monkeypatch.setattr(flows.SeparateHeadsNewton, "DENSE_MAX", dense_max)
     lam = np.array([0.4, 0.3, 0.2, 0.1])
     D = lam.size
     rhs, jac, _, _ = flows.separate_head_field(lam, 31, H, rank, 1)
@@ -421,6 +424,60 @@ def test_structured_newton_matches_dense(H, R, rank):
         Jd = jac(0, yd)[np.ix_(perm, perm)]
         xd = np.linalg.solve(np.eye(n) - c[b] * Jd, r[b])
         assert np.max(np.abs(x[b] - xd)) <= 1e-12 * np.max(np.abs(xd))
+
+
+def _large_c_state(nw, lam, N, rng):
+    """Heads aligned with the directions at their learned values, the last still small: the
+    state of a λ_min = 1e-6 run on its last plateau."""
+    from proofs.linear_attention.experiments import _population as pop
+
+    H, D = nw.H, nw.D
+    vs = np.cbrt(np.diagonal(pop.population_optimum(lam, N)))
+    vs[-1] *= 1e-3
+    K = np.zeros((1, H, 1, D))
+    K[0, np.arange(H), 0, np.arange(D)] = vs
+    return nw.layout(vs[None], K, K.copy()) + 1e-6 * rng.standard_normal((1, H + 2 * H * D))
+
+
+@pytest.mark.parametrize("c", [1e2, 1e8, 1e13])
+def test_small_states_solve_backward_stably_at_large_c(c):
+    """At λ_min = 1e-6 the corrector runs with c‖J‖ ≈ 1e13, where the Woodbury solve's backward
+    error (≈ 1e-11) stalled it; a state this small is factorised densely, and its solve's normwise
+    backward error ‖(I − cJ)x − b‖ / (‖I − cJ‖‖x‖ + ‖b‖) stays at round-off (≤ 1e-15; the Woodbury
+    form gives ≈ 1e-11 at c = 1e13)."""
+    lam = np.array([0.5, 0.0594604, 0.00707107, 0.0008409, 1e-6])
+    rng = np.random.default_rng(3)
+    nw = flows.SeparateHeadsNewton(lam, 20, 5, 1, 1)
+    assert nw.dense
+    y = _large_c_state(nw, lam, 20, rng)
+    A = np.eye(y.shape[1]) - c * nw.dense_jacobian(y)[0]
+    nw.select(np.arange(1))
+    assert nw.factor(np.arange(1), None, y, np.array([c])).all()
+    b = rng.standard_normal(y.shape[1])
+    x = nw.solve(b[None])[0]
+    eta = np.linalg.norm(A @ x - b) / (np.linalg.norm(A, 2) * np.linalg.norm(x) + np.linalg.norm(b))
+    assert eta <= 1e-15
+
+
+@pytest.mark.slow
+def test_the_last_plateau_of_a_wide_spectrum_takes_as_many_steps_as_scipys_bdf():
+    """The setting that stalled (λ = 0.5 … 1e-6, D = 5, w_init = 4e-4, seed 2: 10296 steps and
+    6954 Newton failures): the lockstep NDF now takes no more than 1.5 × the steps of SciPy's
+    BDF with its dense LU (3024 against 3369)."""
+    from icltheory.core import get_claim
+    from icltheory.core._claim import Run
+    from proofs.linear_attention.claims.dynamics import _flow_options
+
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    s = c.setting(dict(D=5, N=20, lambdas="0.5,0.0594604,0.00707107,0.0008409,0.000001", w_init=0.0004,
+                       seeds=1, seed=2))
+    p0 = training.init_separate(Run(s).rng(1), 1, s.H, s.R, s.D, s.w_init)
+    runs = {m: flows.separate_population_flow(s.lam, s.N, p0, n_learn=5, settle=1.0, check=None, method=m,
+                                              **_flow_options(s, 1e12)) for m in ("NDF", "BDF")}
+    ndf, bdf = runs["NDF"].solver, runs["BDF"].solver
+    assert ndf["stopped"] == ["stop"]
+    assert ndf["work"][0]["steps"] <= 1.5 * bdf["work"][0]["steps"]
+    assert np.allclose(ndf["events"], bdf["events"], rtol=1e-3)
 
 
 def test_finite_sample_field_is_the_models_pullback():

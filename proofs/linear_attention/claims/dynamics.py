@@ -210,8 +210,9 @@ def _flow_work(s, rows) -> float:
     row and its accuracy re-solve (tolerances ÷ CHECK_FACTOR), each with :func:`_flow_steps` steps
     at its own rank's costs (:func:`icltheory.dynamics.batch_work`)."""
     steps, costs = [], []
+    R_max = max(R for R, _ in rows)
     for R, nl in rows:
-        c = ex.flows.SeparateHeadsNewton.costs(s.H, R, s.D)
+        c = ex.flows.SeparateHeadsNewton.costs(s.H, R, s.D, R_max)
         for rtol in (s.rtol, s.rtol / ex.flows.CHECK_FACTOR):
             steps.append(_flow_steps(s, nl, R, rtol))
             costs.append(c)

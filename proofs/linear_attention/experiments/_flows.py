@@ -251,7 +251,18 @@ class SeparateHeadsNewton:
     $U^\top B_0^{-1}U$ is assembled from each head's Gram matrices ($\sum_pK_pQ_p^\top$,
     $\sum_pK_pK_p^\top$, $\sum_pQ_pQ_p^\top$) and block inverse, never from $A$ itself: a
     factorisation costs $O(HD^4+m^3)$ and a solve $O(HRD^2+m^2)$ per row, against $O(n^3)$ and
-    $O(n^2)$ dense ($n=H+2HRD$).  Also the field itself (:meth:`field`) and the layout helpers."""
+    $O(n^2)$ dense ($n=H+2HRD$).  Also the field itself (:meth:`field`) and the layout helpers.
+
+    States of at most :data:`DENSE_MAX` numbers are factorised densely instead (the analytic
+    Jacobian, :meth:`dense_jacobian`; a batched inverse of $I-cJ$, each solve refined once on its
+    residual): the Woodbury form is not backward stable — at $c\lVert J\rVert\approx10^{13}$
+    (λ_min = 1e-6) its solves carry backward errors ≈ 1e-11 where an LU's are ≈ 1e-22, enough to
+    stall the corrector (6954 Newton failures and 10296 steps where the dense factorisation takes
+    3024; the inverse without the refinement step, 7088) — and at that size the dense
+    factorisation costs no more."""
+
+    #: the largest state (H + 2HRD numbers) factorised densely
+    DENSE_MAX = 160
 
     def __init__(self, lam, N: int, H: int, R: int, rows: int):
         lam = np.asarray(lam, float)
@@ -265,27 +276,35 @@ class SeparateHeadsNewton:
         self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, 1, H, D * D)),
                       np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, 2 * D)))
         self._heads = {r: np.repeat(np.arange(H), r) for r in range(1, R + 1)}
+        n = H + 2 * H * R * D
+        self.dense = n <= self.DENSE_MAX
+        self._dense_full = np.zeros((rows, 2, n, n) if self.dense else (0, 2, 0, 0))
         self.select(np.arange(rows))
 
     @staticmethod
-    def costs(H: int, R: int, D: int) -> tuple[float, float, float]:
+    def costs(H: int, R: int, D: int, R_max: int | None = None) -> tuple[float, float, float]:
         """Flop-equivalents per row of rank R (the interpreter's per-call overhead is the
         integrator's): the field, a factorisation (block inverses, Gram assembly, the m×m inverse)
         and a solve (block solves, the low-rank correction) — batched small products counted at
         half their flops, the m×m inverse and the D⁴ assembly (BLAS-3) at ``BLAS3_WORK`` (measured:
-        ``benchmarks/bench_adaptive.py`` prints the counted work against the time taken)."""
+        ``benchmarks/bench_adaptive.py`` prints the counted work against the time taken).
+        ``R_max``: the largest rank of the batch (default R), which decides whether the rows are
+        factorised densely."""
         n, m = H + 2 * H * R * D, 2 * H + D * D
+        if H + 2 * H * (R if R_max is None else R_max) * D <= SeparateHeadsNewton.DENSE_MAX:
+            # the dense Jacobian (its Gauss–Newton product), its inverse, a refined solve
+            return 4.0 * H * R * D * D, BLAS3_WORK * (2.0 * n * n * D * D + 2.0 * n**3) + 6.0 * n * n, 6.0 * n * n
         return (4.0 * H * R * D * D,
                 BLAS3_WORK * (2.0 * H * (2 * D) ** 3 + 8.0 * H * D**4 + 3.0 * m**3) + 4.0 * n * D,
                 2.0 * H * R * (2 * D) ** 2 + 4.0 * n * D + 2.0 * m * m)
 
     @property
     def factor_cost(self) -> float:
-        return self.costs(self.H, self.R, self.D)[1]
+        return self.costs(self.H, self.R, self.D, self.Rmax)[1]
 
     @property
     def solve_cost(self) -> float:
-        return self.costs(self.H, self.R, self.D)[2]
+        return self.costs(self.H, self.R, self.D, self.Rmax)[2]
 
     def rank_of(self, width: int) -> int:
         """The rank R of a state of ``width`` columns (H + 2HRD)."""
@@ -333,14 +352,65 @@ class SeparateHeadsNewton:
         rank-R state (None: rank Rmax)."""
         self.rows = rows
         self.R = self.Rmax if cols is None else self.rank_of(len(cols))
-        Ginv, g, Nf, F, v, PC = (a[rows] for a in self._full)
         R = self.R
+        if self.dense:  # the rows' inverses on the working layout's columns
+            keep = self.columns(R)
+            self._dense_work = self._dense_full[rows][:, :, keep[:, None], keep[None, :]]
+            return
+        Ginv, g, Nf, F, v, PC = (a[rows] for a in self._full)
         self._work = (Ginv, g[:, :, :R].copy(), Nf, F, v, PC[:, :, :R].copy())
+
+    def dense_jacobian(self, y) -> np.ndarray:
+        """J (r, n, n) of the rows' states y (r, n) of rank R = :meth:`rank_of`: with E held
+        fixed, ∂v̇_h/∂K_p = Q_pEᵀ, ∂v̇_h/∂Q_p = K_pE (and their transposes), ∂K̇_p/∂Q_p = v_hE,
+        ∂Q̇_p/∂K_p = v_hEᵀ; plus the Gauss–Newton coupling −A diag(w) Aᵀ, A = ∂M/∂y."""
+        H, D = self.H, self.D
+        r, n = y.shape
+        R = self.rank_of(n)
+        P = H * R
+        v, K, Q, M = self.parts(y)
+        E = self.L2 - self.W * M
+        Kp, Qp = K.reshape(r, P, D), Q.reshape(r, P, D)
+        hp = np.repeat(np.arange(H), R)
+        vp = v[:, hp]
+        iK = H + (2 * D * np.arange(P))[:, None] + np.arange(D)
+        iQ = iK + D
+        Et = np.swapaxes(E, 1, 2)
+        KE, QEt = Kp @ E, Qp @ Et
+        J = np.zeros((r, n, n))
+        J[:, hp[:, None], iK] = QEt
+        J[:, hp[:, None], iQ] = KE
+        J[:, iK, hp[:, None]] = QEt
+        J[:, iQ, hp[:, None]] = KE
+        J[:, iK[:, :, None], iQ[:, None, :]] = vp[:, :, None, None] * E[:, None]
+        J[:, iQ[:, :, None], iK[:, None, :]] = vp[:, :, None, None] * Et[:, None]
+        eye = np.eye(D)
+        A = np.zeros((r, n, D * D))
+        A[:, :H] = (Kp[:, :, :, None] * Qp[:, :, None, :]).reshape(r, H, R, D * D).sum(2)
+        A[:, iK.ravel()] = (vp[:, :, None, None, None] * eye[None, None, :, :, None]
+                            * Qp[:, :, None, None, :]).reshape(r, P * D, D * D)
+        A[:, iQ.ravel()] = (vp[:, :, None, None, None] * Kp[:, :, None, :, None]
+                            * eye[None, None, :, None, :]).reshape(r, P * D, D * D)
+        J -= (A * self.w) @ np.swapaxes(A, 1, 2)
+        return J
 
     def factor(self, pos, _t, y, c) -> np.ndarray:
         """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
         H, R, D = self.H, self.R, self.D
         r = pos.size
+        if self.dense:
+            n = y.shape[1]
+            Mx = np.eye(n) - c[:, None, None] * self.dense_jacobian(y)
+            inv, ok = _inverses(Mx)
+            # kept in the full layout, zero on the padded pieces (a row's padded components are
+            # zero and must stay so when a wider working layout solves with it)
+            keep = self.columns(R)
+            full = np.zeros((r, 2) + self._dense_full.shape[2:])
+            full[:, 0, keep[:, None], keep[None, :]] = inv
+            full[:, 1, keep[:, None], keep[None, :]] = Mx
+            self._dense_full[self.rows[pos]] = full
+            self._dense_work[pos] = np.stack([inv, Mx], 1)
+            return ok
         v, K, Q, M = self.parts(y)
         pc = y[:, H:].reshape(r, H, R, 2 * D)
         E = self.L2 - self.W * M
@@ -393,6 +463,10 @@ class SeparateHeadsNewton:
 
     def solve(self, rhs):
         """Solve with every working row's factorisation."""
+        if self.dense:  # with the inverse, then one step of refinement on the residual
+            inv, Mx = self._dense_work[:, 0], self._dense_work[:, 1]
+            x = (inv @ rhs[:, :, None])[:, :, 0]
+            return x + (inv @ (rhs - (Mx @ x[:, :, None])[:, :, 0])[:, :, None])[:, :, 0]
         H, D = self.H, self.D
         Ginv, g, Nf, F, v, pc = self._work
         r = rhs.shape[0]
