@@ -493,12 +493,19 @@ def test_fewer_heads_than_directions_tied_or_switching(seed, spec):
      "lies in an eigenspace of 2 tied eigenvalues"),
     ("linattn.separate.rank", 9, {"N": 9, "H": 8, "min_rank": 4},
      "learned by the same head(s)"),
+    ("linattn.separate.saddle-to-saddle", 219, {"N": 8, "H": 4, "w_init": 0.02, "lr": 0.32, "steps": 15607,
+                                                "lambdas": "0.4723665527410147,0.4040365236633421,"
+                                                           "0.4040365236633421,0.391605626676799"},
+     "was learned after e_"),
 ])
 def test_random_draws_that_were_false_fails(claim_id, seed, spec, why):
-    """Settings the contract's random draws (dev profile) once answered `fails` at: a tied
-    eigenspace escaping before a nearby larger eigenvalue (its init's projection on the whole
-    space drives it), and a rank-4 head's follower lagging its leader (N = 9: the stage's
-    eigenvalues 4× apart).  Neither refutes the claim: inconclusive, saying why."""
+    """Settings the contract's random draws (dev profile) or the refutation search once answered
+    `fails` at: a tied eigenspace escaping before a nearby larger eigenvalue (its init's
+    projection on the whole space drives it); the second direction of a tied eigenspace
+    (λ = 0.404, twice) learned after a distinct eigenvalue 3 % below it (λ = 0.392: which
+    direction of the space is left is the init's choice); and a rank-4 head's follower lagging
+    its leader (N = 9: the stage's eigenvalues 4× apart).  None refutes the claim:
+    inconclusive, saying why."""
     c = get_claim(claim_id)
     v = run_check(c, c.setting({"profile": "quick", "seed": seed, "seeds": 1, **spec}))
     assert v.verdict == "inconclusive", v.summary()

@@ -96,7 +96,7 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
             if not np.isfinite(tb) or (np.isfinite(ta) and ta <= tb):
                 continue
             ctl = controls.get((a, b))
-            if mult[b] > 1:
+            if mult[b] > 1 or mult[a] > 1:
                 spaces.append((a, b))
             elif ctl == a:
                 ties.append((a, b))
@@ -111,11 +111,18 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                          f"init: e_{b} was learned first, and with their init swapped e_{a} is — the init, "
                          "not the eigenvalue gap, decided their order")
     for a, b in spaces:
-        ctx.inconclusive(f"{label}: e_{b} (λ = {lam[b]:.7g}) lies in an eigenspace of {mult[b]} tied eigenvalues and "
-                         f"was learned before e_{a} (λ = {lam[a]:.7g}): a head escapes into that space with its init's "
-                         "projection on the whole space (larger than on one direction), so the order against a "
-                         "nearby larger eigenvalue can follow the init; the one-direction swap control does not "
-                         "apply (the paper's spectra are distinct)")
+        if mult[b] > 1:
+            ctx.inconclusive(f"{label}: e_{b} (λ = {lam[b]:.7g}) lies in an eigenspace of {mult[b]} tied eigenvalues and "
+                             f"was learned before e_{a} (λ = {lam[a]:.7g}): a head escapes into that space with its "
+                             "init's projection on the whole space (larger than on one direction), so the order against "
+                             "a nearby larger eigenvalue can follow the init; the one-direction swap control does not "
+                             "apply (the paper's spectra are distinct)")
+        else:
+            ctx.inconclusive(f"{label}: e_{a} (λ = {lam[a]:.7g}) lies in an eigenspace of {mult[a]} tied eigenvalues and "
+                             f"was learned after e_{b} (λ = {lam[b]:.7g}): within that space any basis is an eigenbasis, "
+                             "so which of its directions is left for later is the init's choice, and the head that "
+                             f"learns it escapes with its init's projection on what is left, not on e_{a}; the "
+                             "one-direction swap control does not apply (the paper's spectra are distinct)")
     for a, b in together:
         ctx.inconclusive(f"{label}: e_{b} (λ = {lam[b]:.7g}) was learned just before e_{a} (λ = {lam[a]:.7g}) within one "
                          f"drop (t = {times[b]:.5g} and {times[a]:.5g}, no plateau between them): the two escaped "
