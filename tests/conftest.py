@@ -156,7 +156,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 #: the developer tier (``pytest -m "not slow"``, the one-minute loop) leaves out every run of a
-#: claim whose quick default run is estimated above this much work (``Claim.estimate``, in units
+#: claim whose quick default run is estimated above this much work (``Claim.cost``, in units
 #: of which ``icltheory.core.WORK_RATE`` make a CPU second on the reference machine): the
 #: trained-model claims and the longer flows, which the full suite (README's test command) still
 #: runs with all their tests

@@ -621,6 +621,24 @@ def test_judge_order_ties_and_violations():
     assert ctx.checks[-1].passed is None
 
 
+def test_judge_order_tied_space_left_over_pair():
+    """A tied plane's left-over direction learned after a distinct eigenvalue just inside the
+    10 % gap below it is undecided; just outside the gap, or with no direction of the plane
+    learned first, or with a grossly wrong prediction, it is a violation."""
+    from proofs.linear_attention.claims._common import TIED_LEFT_OVER_GAP, judge_order
+
+    g = TIED_LEFT_OVER_GAP
+    for lam, times, order, expected in (
+            ([0.5, 0.4, 0.4, 0.4 * (1 - 0.99 * g)], [1.0, 2.0, 4.0, 3.0], [0, 1, 2, 3], None),
+            ([0.5, 0.4, 0.4, 0.4 * (1 - 1.01 * g)], [1.0, 2.0, 4.0, 3.0], [0, 1, 2, 3], False),
+            ([0.5, 0.4, 0.4, 0.4 * (1 - 0.5 * g)], [1.0, 4.0, 5.0, 3.0], [0, 1, 2, 3], False),
+            ([1.0, 0.01, 0.01], [1.0, 2.0, 3.0], [2, 1, 0], False),
+            ([1.0, 1.0, 0.001], [1.0, 3.0, 2.0], [0, 1, 2], False)):
+        ctx = _ctx(drop_order=order)
+        judge_order(ctx, "o", np.array(times), order, np.array(lam), {})
+        assert ctx.checks[-1].passed is expected, (lam, times)
+
+
 def test_softmax_float_bound_slack_pairs():
     """The softmax claims' float bound checks: observed ≤ bound·(1 + 1e-9) passes (log slack
     1e-9), just beyond fails; the same for lower bounds."""

@@ -10,7 +10,7 @@ from icltheory.backends import get_backend
 from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_module
 from icltheory.dynamics import BLAS3_WORK, batch_work
 
-from ..settings import RankSetting, SeparateSetting, typical_scale
+from ..settings import _RTOL, RankSetting, SeparateSetting, typical_scale
 from ._common import ARXIV, SOLVER_MARGIN, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
 from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, MOMENTS_N_PLUS_1
 
@@ -172,7 +172,9 @@ def _solver_accurate(ctx, ra, drops, label: str) -> bool:
         # the error falls ≈ 10× per decade of rtol (measured on Figs. 3 and 4): the decades
         # that bring every row's error under the margin, with a factor 2 to spare
         over = max(float(np.max(ev * SOLVER_MARGIN / res_t)), float(np.max(curve * SOLVER_MARGIN)))
-        suggest = ra.solver["rtol"] / 10.0 ** math.ceil(math.log10(2.0 * over)) if math.isfinite(over) else None
+        suggest = ra.solver["rtol"] / 10.0 ** math.ceil(math.log10(2.0 * over)) if math.isfinite(2.0 * over) else None
+        if suggest is not None and suggest < _RTOL["min"]:  # beyond what the setting accepts
+            suggest = None
         ctx.inconclusive(
             f"{label}: the solver is less accurate than the judges assume (row(s) {rows}; row {k}: learning times "
             f"move by {ev[k]:.3g} in ln t and the loss curve by {curve[k]:.3g} × the judges' resolution when re-solved "
