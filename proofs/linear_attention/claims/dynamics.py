@@ -488,8 +488,12 @@ class SaddleToSaddle(Claim):
             a = _flow_work(s, [(s.R, n_learn)] * s.seeds)
             # (b): the training set's moments (one BLAS-3 product ZᵀZ over P sequences), then its flow
             b = s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + _fs_flow_work(s, n_learn)) if runs_b else 0.0
-            return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
-                        what=f"adaptive flow × {s.seeds} seeds" + _fs_what(s, runs_b))
+            # a small state's dense factorisation: the inverse and the matrix, kept per row (and per
+            # accuracy re-solve row) in the full layout and the working set's copy
+            n = s.H + 2 * s.H * s.R * D
+            dense = 8.0 * 4 * 2 * s.seeds * n * n if n <= ex.flows.SeparateHeadsNewton.DENSE_MAX else 0.0
+            return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000
+                        + dense, what=f"adaptive flow × {s.seeds} seeds" + _fs_what(s, runs_b))
         a = steps_work(s.steps, 2 * s.seeds * s.H * s.R * D * D)  # (a); order controls are rare
         b = s.fs_seeds * (BLAS3_WORK * 2.0 * s.P * F * F + steps_work(s.steps, 4 * F * F)) if runs_b else 0.0
         return Cost(work=a + b, memory=8.0 * (min(s.P, 4096) * F * 2 + F * F * 2) + 8.0 * s.seeds * D * D * 4000,
