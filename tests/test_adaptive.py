@@ -395,10 +395,11 @@ def test_batch_integrator_stiff_robertson():
 @pytest.mark.parametrize("H,R,rank", [(3, 1, 1), (2, 3, 3), (3, 3, 2), (2, 2, 1)])
 def test_structured_newton_matches_dense(H, R, rank, dense_max, monkeypatch):
     """The factorisation of I − cJ — by its structure (per-head blocks, Woodbury for the
-    rank-(2H + D²) rest), or from :meth:`dense_jacobian` for small states — on the columns of a
-    rank-``rank`` state, solves as the dense analytic Jacobian of :func:`separate_head_field`
-    does (to 1e-12 relative), for small and large c; its field is that field (the states'
-    pieces interleaved (K_p, Q_p) instead of all K then all Q)."""
+    rank-(2H + D²) rest), or for small states densely (an inverse refined once, from
+    :func:`separate_head_field`'s Jacobian, itself checked against finite differences above,
+    permuted to this layout) — on the columns of a rank-``rank`` state, solves as a dense LU of
+    that Jacobian does (to 1e-12 relative), for small and large c; its field is that field (the
+    states' pieces interleaved (K_p, Q_p) instead of all K then all Q)."""
     monkeypatch.setattr(flows.SeparateHeadsNewton, "DENSE_MAX", dense_max)
     lam = np.array([0.4, 0.3, 0.2, 0.1])
     D = lam.size

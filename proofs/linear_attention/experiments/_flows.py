@@ -150,7 +150,8 @@ def one_head_flow(lam, N: int, v0: float, target: float, t_max: float, direction
 
 def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
     r"""The population gradient flow of $B$ independent seed rows of $H$ rank-$R$ separate heads,
-    as (rhs, jac, split, costs).  A row's state is $(v\in\mathbb R^H,K\in\mathbb R^{HR\times D},
+    as (rhs, jac, split, costs); ``jac.rows(y)`` gives the Jacobians (r, n, n) of any number of
+    rows y (r, n).  A row's state is $(v\in\mathbb R^H,K\in\mathbb R^{HR\times D},
     Q\in\mathbb R^{HR\times D})$ (piece $p$ of head $\lfloor p/R\rfloor$), rows concatenated;
     with $M=\sum_pv_{h(p)}K_p^\top Q_p$, $E=\Lambda^2-W\circ M$ ($W_{ab}=\mathbb E[\beta\beta^\top]_{aa}
     \lambda_b$) the field is $\dot v_h=\sum_{p\in h}K_pEQ_p^\top$, $\dot K_p=v_{h(p)}EQ_p$,
@@ -170,9 +171,10 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
     iQ = H + P * D + np.arange(P * D).reshape(P, D)
     eye = np.eye(D)
 
-    def split(y):
-        y = y.reshape(B, n)
-        return y[:, :H], y[:, H:H + P * D].reshape(B, P, D), y[:, H + P * D:].reshape(B, P, D)
+    def split(y):  # rows (r, n): the first B rows, or any number (a flat state: B rows)
+        y = y.reshape(-1, n)
+        r = y.shape[0]
+        return y[:, :H], y[:, H:H + P * D].reshape(r, P, D), y[:, H + P * D:].reshape(r, P, D)
 
     def field(y):
         v, K, Q = split(y)
@@ -188,11 +190,12 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
         return np.concatenate([gv, (vr[:, :, None] * QEt).reshape(B, -1), (vr[:, :, None] * KE).reshape(B, -1)],
                               axis=1).ravel()
 
-    def jac(_t, y):
+    def jac_rows(y):  # the rows' Jacobians (r, n, n)
         v, K, Q, vr, E = field(y)
+        r = v.shape[0]
         KE = K @ E
         QEt = Q @ np.swapaxes(E, 1, 2)
-        J = np.zeros((B, n, n))
+        J = np.zeros((r, n, n))
         hp = head[:, None]
         J[:, hp, iK] = QEt
         J[:, hp, iQ] = KE
@@ -200,13 +203,17 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
         J[:, iQ, hp] = KE
         J[:, iK[:, :, None], iQ[:, None, :]] = vr[:, :, None, None] * E[:, None]
         J[:, iQ[:, :, None], iK[:, None, :]] = vr[:, :, None, None] * np.swapaxes(E, 1, 2)[:, None]
-        A = np.empty((B, n, D * D))
-        A[:, :H] = np.einsum("spa,spb->spab", K, Q).reshape(B, H, R, D * D).sum(2)
+        A = np.empty((r, n, D * D))
+        A[:, :H] = np.einsum("spa,spb->spab", K, Q).reshape(r, H, R, D * D).sum(2)
         A[:, H:H + P * D] = (vr[:, :, None, None, None] * eye[None, None, :, :, None]
-                             * Q[:, :, None, None, :]).reshape(B, P * D, D * D)
+                             * Q[:, :, None, None, :]).reshape(r, P * D, D * D)
         A[:, H + P * D:] = (vr[:, :, None, None, None] * K[:, :, None, :, None]
-                            * eye[None, None, :, None, :]).reshape(B, P * D, D * D)
+                            * eye[None, None, :, None, :]).reshape(r, P * D, D * D)
         J -= (A * w) @ np.swapaxes(A, 1, 2)
+        return J
+
+    def jac(_t, y):
+        J = jac_rows(y)
         if B == 1:
             return J[0]
         out = np.zeros((B * n, B * n))
@@ -216,6 +223,7 @@ def separate_head_field(lam, N: int, H: int, R: int, B: int = 1):
 
     # the Gauss–Newton product runs in BLAS-3 (counted at 5% like an LU), the fills at full cost
     costs = (6.0 * B * P * D * D, B * (0.1 * n * n * D * D + 4.0 * n * n) + (B * n) ** 2)
+    jac.rows = jac_rows  # type: ignore[attr-defined]
     return rhs, jac, split, costs
 
 
@@ -278,6 +286,8 @@ class SeparateHeadsNewton:
         self._heads = {r: np.repeat(np.arange(H), r) for r in range(1, R + 1)}
         n = H + 2 * H * R * D
         self.dense = n <= self.DENSE_MAX
+        self._lam, self._N = lam, N
+        self._dense_jac: dict = {}  # rank → (the field's row Jacobians, its layout's permutation)
         self._dense_full = np.zeros((rows, 2, n, n) if self.dense else (0, 2, 0, 0))
         self.select(np.arange(rows))
 
@@ -361,38 +371,21 @@ class SeparateHeadsNewton:
         self._work = (Ginv, g[:, :, :R].copy(), Nf, F, v, PC[:, :, :R].copy())
 
     def dense_jacobian(self, y) -> np.ndarray:
-        """J (r, n, n) of the rows' states y (r, n) of rank R = :meth:`rank_of`: with E held
-        fixed, ∂v̇_h/∂K_p = Q_pEᵀ, ∂v̇_h/∂Q_p = K_pE (and their transposes), ∂K̇_p/∂Q_p = v_hE,
-        ∂Q̇_p/∂K_p = v_hEᵀ; plus the Gauss–Newton coupling −A diag(w) Aᵀ, A = ∂M/∂y."""
-        H, D = self.H, self.D
-        r, n = y.shape
-        R = self.rank_of(n)
-        P = H * R
-        v, K, Q, M = self.parts(y)
-        E = self.L2 - self.W * M
-        Kp, Qp = K.reshape(r, P, D), Q.reshape(r, P, D)
-        hp = np.repeat(np.arange(H), R)
-        vp = v[:, hp]
-        iK = H + (2 * D * np.arange(P))[:, None] + np.arange(D)
-        iQ = iK + D
-        Et = np.swapaxes(E, 1, 2)
-        KE, QEt = Kp @ E, Qp @ Et
-        J = np.zeros((r, n, n))
-        J[:, hp[:, None], iK] = QEt
-        J[:, hp[:, None], iQ] = KE
-        J[:, iK, hp[:, None]] = QEt
-        J[:, iQ, hp[:, None]] = KE
-        J[:, iK[:, :, None], iQ[:, None, :]] = vp[:, :, None, None] * E[:, None]
-        J[:, iQ[:, :, None], iK[:, None, :]] = vp[:, :, None, None] * Et[:, None]
-        eye = np.eye(D)
-        A = np.zeros((r, n, D * D))
-        A[:, :H] = (Kp[:, :, :, None] * Qp[:, :, None, :]).reshape(r, H, R, D * D).sum(2)
-        A[:, iK.ravel()] = (vp[:, :, None, None, None] * eye[None, None, :, :, None]
-                            * Qp[:, :, None, None, :]).reshape(r, P * D, D * D)
-        A[:, iQ.ravel()] = (vp[:, :, None, None, None] * Kp[:, :, None, :, None]
-                            * eye[None, None, :, None, :]).reshape(r, P * D, D * D)
-        J -= (A * self.w) @ np.swapaxes(A, 1, 2)
-        return J
+        """J (r, n, n) of the rows' states y (r, n) of rank R = :meth:`rank_of`: the analytic
+        Jacobian of :func:`separate_head_field` (E held fixed: the explicit factors; plus the
+        Gauss–Newton coupling −A diag(w) Aᵀ, A = ∂M/∂y), its layout (v, all K, all Q) permuted to
+        this one (v, then per piece K_p, Q_p)."""
+        R = self.rank_of(y.shape[1])
+        if R not in self._dense_jac:
+            H, D = self.H, self.D
+            P = H * R
+            perm = np.concatenate([np.arange(H), np.stack([H + np.arange(P * D).reshape(P, D),
+                                                           H + P * D + np.arange(P * D).reshape(P, D)], 1).ravel()])
+            self._dense_jac[R] = (separate_head_field(self._lam, self._N, H, R)[1].rows, perm)
+        rows, perm = self._dense_jac[R]
+        yd = np.empty_like(y)
+        yd[:, perm] = y
+        return rows(yd)[:, perm[:, None], perm[None, :]]
 
     def factor(self, pos, _t, y, c) -> np.ndarray:
         """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
