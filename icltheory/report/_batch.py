@@ -95,6 +95,13 @@ def _stop(pool: Any) -> None:
         except Exception:  # pragma: no cover - already gone
             pass
     pool.shutdown(wait=False, cancel_futures=True)
+    # the pool's manager thread closes its wake-up pipe as it ends, and Python 3.11's exit
+    # handler writes to that pipe without a lock: an exit racing the thread's end printed
+    # "OSError: Bad file descriptor" under the interrupted line.  The workers are terminated, so
+    # the thread ends at once: wait for it (bounded)
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None and manager.is_alive():
+        manager.join(timeout=10.0)
 
 
 @contextlib.contextmanager
