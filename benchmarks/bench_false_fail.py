@@ -209,7 +209,9 @@ def _training(over, seeds):
 def _depth(over, seeds):
     c = get_claim("catgd.depth")
     s0 = _setting(c.id, over, 0)
-    pairs = [("more layers help (refuting upper bound)", lambda n: n[f"K={s0.K}"] - n[f"K={s0.K_deep}"], "upper")]
+    depths = range(s0.K, s0.K_deep + 1)
+    pairs = [(f"{k + 1} blocks below {k} (refuting upper bound)",
+              lambda n, k=k: n[f"K={k}"] - n[f"K={k + 1}"], "upper") for k in depths[:-1]]
     yield from _refuting_bounds(c, over, seeds, pairs)
 
 

@@ -456,12 +456,73 @@ def test_training_claim_and_controls():
 
 @pytest.mark.slow
 def test_depth_claim_and_control():
-    """More layers help (the GD model, warm-started deeper model against the same model trained
-    for the same extra steps); a planted gain bound of 1 nat fails."""
+    """More layers help (GD models of 1 and 2 blocks, each trained from scratch): NLL and accuracy
+    gains confirmed; planted gain bounds of 1 nat and of 0.5 in accuracy fail."""
     v = _check("catgd.depth", profile="quick")
     assert v.verdict == "holds", v.reasons
-    assert v.measured["depth_nll_gain"] > 0
+    gains = v.measured["depth_gains"]
+    assert gains["NLL K=1→2"]["lower"] > 0 and gains["accuracy K=1→2"]["lower"] > 0
     assert _check("catgd.depth", profile="quick", predict={"min_depth_nll_gain": "1"}).verdict == "fails"
+    assert _check("catgd.depth", profile="quick", predict={"min_depth_accuracy_gain": "0.5"}).verdict == "fails"
+
+
+def test_a_deeper_gd_model_with_its_extra_steps_at_zero_computes_the_shallower_one():
+    """What lets catgd.depth excuse a reversal by a deeper model with the higher training NLL:
+    the K+1-block GD model with its last block's step α at 0 has the K-block model's logits."""
+    from proofs.categorical_icl import experiments as ex
+    from proofs.categorical_icl.experiments._model import forward
+
+    rng = np.random.default_rng(3)
+    lay = ex.model.layout(4, 3)
+    data = ex.data.synthetic_dataset(rng, 16, d=4, N=6, W_true=rng.standard_normal((3, 7)), amplitude=5.0)
+    for K in (1, 2):
+        shallow = ex.training.GDLearner(np.random.default_rng(0), lay, 7, K, "softmax")
+        shallow.params["alpha"] = rng.uniform(0.5, 1.5, (K, 3))
+        deep = ex.training.GDLearner(np.random.default_rng(0), lay, 7, K + 1, "softmax")
+        deep.params = dict(shallow.params, alpha=np.concatenate([shallow.params["alpha"], np.zeros((1, 3))]))
+        a = forward(shallow.model(), data.X, data.labels)[0]
+        b = forward(deep.model(), data.X, data.labels)[0]
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-12)
+        deep.params["alpha"][-1] = 0.3  # a nonzero step changes the function: the test can fail
+        assert np.abs(forward(deep.model(), data.X, data.labels)[0] - a).max() > 1e-3
+
+
+def _depth_measurement(gain_nll, gain_acc, train_nll_deeper, first_looks=(1.60, 1.55)):
+    """A synthetic catgd.depth measurement of K = 1 and 2 on 4096 test prompts: the 2-block model's
+    per-prompt NLL and accuracy offset from the 1-block model's by the given mean gains (with
+    prompt-to-prompt spread), training NLL 1.50 for the 1-block model and ``train_nll_deeper``."""
+    rng = np.random.default_rng(11)
+    n = 4096
+    nll1, acc1 = 1.5 + 0.3 * rng.standard_normal(n), 0.5 + 0.1 * rng.standard_normal(n)
+    curve = [(10, 1.7, first_looks[0]), (20, 1.6, first_looks[1]), (30, 1.55, 1.50)]
+    return {"K=1": {"nll_exact": nll1, "accuracy": acc1, "curve": curve, "train_nll": 1.50, "alpha": [1.0]},
+            "K=2": {"nll_exact": nll1 - gain_nll + 0.02 * rng.standard_normal(n),
+                    "accuracy": acc1 + gain_acc + 0.01 * rng.standard_normal(n), "curve": curve,
+                    "train_nll": train_nll_deeper, "alpha": [1.0, 1.0]}}
+
+
+@pytest.mark.calibration
+def test_depth_judge_refutes_only_a_reversal_the_deeper_model_was_trained_for():
+    """catgd.depth's judge on synthetic measurements (gains far outside or inside the bounds'
+    half-width 0.0011 / 0.0005): a confirmed gain holds; a significant reversal by a deeper model
+    whose training NLL is no higher fails; the same reversal by a deeper model with the higher
+    training NLL (it fell short of the shallower model's function, which it contains) or by a
+    model that overfit before its first validation look is undecided; a gain inside the bounds
+    is undecided."""
+    from icltheory.core import judge_claim
+    from icltheory.core._claim import Measurement
+
+    c = get_claim("catgd.depth")
+    s = c.setting({"profile": "quick"})
+    judge = lambda *a, **k: judge_claim(c, s, Measurement(_depth_measurement(*a, **k)))  # noqa: E731
+    assert judge(0.01, 0.005, 1.45).verdict == "holds"
+    assert judge(-0.01, 0.005, 1.45).verdict == "fails"
+    assert judge(0.01, -0.005, 1.50).verdict == "fails"  # equal training NLL: no shortfall
+    short = judge(-0.01, -0.005, 1.5001)
+    assert short.verdict == "inconclusive" and "training NLL" in short.summary()
+    early = judge(-0.01, 0.005, 1.45, first_looks=(1.50, 1.55))
+    assert early.verdict == "inconclusive" and "first validation look" in early.summary()
+    assert judge(0.0002, 0.005, 1.45).verdict == "inconclusive"
 
 
 def test_multistep_stationarity_classes():

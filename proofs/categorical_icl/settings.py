@@ -265,25 +265,28 @@ class ParameterSetting(Setting):
 
 @dataclass(frozen=True, kw_only=True)
 class DepthSetting(Setting):
-    """The depth trend of the GD model (more layers help), scaled down: GD models with K and K_deep
-    blocks trained on the same prompts of the synthetic generator, compared on test prompts."""
+    """The depth trend of the GD model (more layers help), scaled down: GD models of every depth
+    from K to K_deep blocks, each trained from scratch on the same prompts of the synthetic
+    generator, compared on test prompts."""
 
     d: int = Int(10, min=1, max=32, doc="covariate dimension (paper: 10)")
     dprime: int = Int(5, min=1, max=16, doc="embedding dimension d' (paper: 5)")
     C: int = Int(25, min=2, max=64, doc="number of classes (paper: 25)")
-    N: int | None = Int(None, min=1, max=256, by_profile=(10, 10, 30), doc="context length")
-    K: int = Int(1, min=1, max=5, doc="blocks of the shallower GD model")
-    K_deep: int | None = Int(None, min=2, max=6, by_profile=(2, 2, 4), doc="blocks of the deeper GD model")
+    N: int | None = Int(None, min=1, max=256, by_profile=(10, 10, 30), doc="context length (paper: 125)")
+    K: int = Int(1, min=1, max=5, doc="blocks of the shallowest GD model")
+    K_deep: int | None = Int(None, min=2, max=6, by_profile=(2, 2, 6),
+                             doc="blocks of the deepest GD model (every depth from K to K_deep is trained)")
     kernel: str = _kernel("softmax", sample=False)
     x_dist: str = _xdist("cube", sample=False)
-    L: int | None = Int(None, min=16, max=100_000, by_profile=(512, 1024, 2048), doc="training prompts")
-    steps: int | None = Int(None, min=10, max=20_000, by_profile=(150, 200, 2000),
-                            doc="Adam steps per model (paper 5000)")
-    prompts: int | None = Int(None, min=64, max=20_000, by_profile=(2048, 4096, 4096), doc="test prompts")
+    L: int | None = Int(None, min=16, max=100_000, by_profile=(2048, 2048, 2048),
+                        doc="training prompts (paper: 2048)")
+    steps: int | None = Int(None, min=10, max=20_000, by_profile=(300, 600, 2000),
+                            doc="Adam steps per depth (paper 5000)")
+    prompts: int | None = Int(None, min=64, max=50_000, by_profile=(8192, 16384, 16384), doc="test prompts")
     amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump generator")
     backend: str = _backend()
 
     def _validate(self):
         if self.K_deep <= self.K:
-            raise SettingError("K_deep", f"must exceed K={self.K} (the trend compares K with K_deep)")
+            raise SettingError("K_deep", f"must exceed K={self.K} (the trend runs from K to K_deep blocks)")
         get_backend(self.backend)  # an unavailable optional backend is a setting error

@@ -3,7 +3,8 @@ prediction" (the machinery lives in :mod:`..experiments`, the predictions in :mo
 
 * :mod:`.exact`    — functional GD, the cross-attention, the construction, the single step;
 * :mod:`.symmetry` — equivariance, stationarity of the GD configuration;
-* :mod:`.training` — GD model against a freely trained Transformer, and the depth trend (scaled down);
+* :mod:`.training` — GD model against a freely trained Transformer (scaled down);
+* :mod:`.depth`    — the depth trend: GD models of every depth, each trained from scratch (scaled down);
 * :mod:`.thresholds` — the data thresholds of the synthetic table (both models trained to their minimum);
 * :mod:`.parameters` — the trained Transformer's attention parameters against the GD stationary point;
 * :mod:`._common`  — the source, tolerances and shared planted errors.
@@ -13,7 +14,8 @@ from .exact import Construction, CrossAttention, FunctionalGD, SingleStep
 from .parameters import TFParameters
 from .symmetry import Equivariance, Stationarity
 from .thresholds import DataThresholds
-from .training import Depth, Training
+from .depth import Depth
+from .training import Training
 
 CLAIMS = (FunctionalGD(), CrossAttention(), Construction(), SingleStep(), Equivariance(), Stationarity(), Training(),
           DataThresholds(), TFParameters(), Depth())

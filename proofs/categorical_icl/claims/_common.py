@@ -77,6 +77,16 @@ def _margin(bound: float, mean: float, threshold: float) -> float | None:
     return (bound - threshold) / half * (1.0 if bound >= mean else -1.0) if half > 0 else None
 
 
+def _overfit_before_first_look(curve) -> bool:
+    """True when the validation NLL already rises after the first evaluation: the model overfit
+    inside the first evaluation interval, so early stopping kept whatever the first look caught
+    and the grid does not resolve the trained minimum.  Such a model's NLL can confirm a trend
+    it is conservative for, never refute one (a flat curve, e.g. an untrained model, is
+    resolved: there is nothing between the looks to miss)."""
+    vals = [c[2] for c in curve]
+    return len(vals) >= 2 and vals[0] <= min(vals) and vals[1] > vals[0]
+
+
 def _tol(b) -> dict:
     mo = b.moments
     return {"level_each": _A, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,

@@ -7,14 +7,14 @@ import numpy as np
 from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
-from ..settings import DepthSetting, TrainingSetting
-from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, step_work, synthetic_task,
-                      untrained)
+from ..settings import TrainingSetting
+from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _overfit_before_first_look, _tol,
+                      step_work, synthetic_task, untrained)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
 
-__all__ = ["Training", "Depth"]
+__all__ = ["Training"]
 
 _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722, 0.724, 0.719, 0.727],
           "K=2, trained-TF accuracy": [0.524, 0.609, 0.670, 0.687, 0.700, 0.704, 0.712, 0.720],
@@ -30,16 +30,6 @@ def _three_way(confirmed: bool, refuted: bool):
     return True if confirmed else (False if refuted else None)
 
 
-def _overfit_before_first_look(curve) -> bool:
-    """True when the validation NLL already rises after the first evaluation: the model overfit
-    inside the first evaluation interval, so early stopping kept whatever the first look caught
-    and the grid does not resolve the trained minimum.  Such a model's NLL can confirm a trend
-    it is conservative for, never refute one (a flat curve, e.g. an untrained model, is
-    resolved: there is nothing between the looks to miss)."""
-    vals = [c[2] for c in curve]
-    return len(vals) >= 2 and vals[0] <= min(vals) and vals[1] > vals[0]
-
-
 def _refutable(refuted: bool, models: dict) -> tuple[bool, str]:
     """A refutation stands only if every model it relies on (those whose under-training would
     push the statistic towards the refutation) resolved its early-stopping point."""
@@ -48,14 +38,6 @@ def _refutable(refuted: bool, models: dict) -> tuple[bool, str]:
         return False, (f"reversed in this run, but {', '.join(bad)} overfit before the first "
                        "validation look (its early-stopping minimum is not resolved): no refutation")
     return refuted, ""
-
-
-def _untrained_deep_gd(orig):
-    def train(learner, train_set, val_set, rng, **kw):
-        if type(learner).__name__ == "GDLearner" and learner.K > 1 and getattr(learner, "deep", False):
-            kw = dict(kw, lr=0.0)
-        return orig(learner, train_set, val_set, rng, **kw)
-    return train
 
 
 class Training(Claim):
@@ -200,96 +182,3 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
                       margin=_margin(lo2, float(q.mean()), 0.0), tolerance=_tol(b2))
         ctx.note(f"Scale: N={s.N}, K={s.K}, L={sizes}, {s.steps} Adam steps, batch 128 vs the paper's "
                  "N=125, K=2, L up to 32768, 5000 steps, batch 512 (GPU). Compare trends, not numbers.")
-
-
-class Depth(Claim):
-    id = "catgd.depth"
-    #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
-    work_calibration = 1.7
-    title = "More layers help: the GD model's test NLL falls with depth (scaled down)"
-    source = SOURCE + ", §5 (synthetic experiments, depth table); numbers from the authors' notebooks"
-    provenance = "summary's claim"
-    setting_type = DepthSetting
-    backends = ("numpy", "torch")
-    statement = r"\mathrm{NLL}_{\rm GD}^{(K_{\rm deep})}<\mathrm{NLL}_{\rm GD}^{(K)}\quad(K<K_{\rm deep},\ \text{same }L)"
-    explanation = r"""
-The GD model (the construction with learned $W_e$, diagonal steps $\alpha_k$ and kernel scale; exact
-δ erase, exact cross-attention) with `K` blocks is trained (hand-written backprop on numpy or
-torch, Adam, early stopping) on `L` prompts of the synthetic RBF-bump generator; then two models continue from it for the same
-number of steps on the same prompts: the `K`-block model itself, and the `K_deep`-block model made
-from it with the extra blocks' steps at 0 (so it starts as the same function); the two are compared by the exact-label test NLL on the same test prompts. The warm start is a
-scaled-down device (the paper trains each depth from scratch): it removes the optimisation noise of
-two independent short runs, so the comparison measures what the extra GD steps add. Paper ($N=125$, $L=2048$, GPU): GD NLL 1.058, 0.971, 0.943, 0.924
-for $K=1..4$. Judged by two one-sided paired confidence bounds at 2e-4 each (Cornish–Fisher quantiles of the studentized mean): **holds** when the gain is
-confirmed, **fails** only when the deeper model is significantly worse, otherwise inconclusive (one
-training run per model: an unresolved gain is no evidence against the paper).
-"""
-    predictions = {"min_depth_nll_gain": Prediction("lower bound on the NLL gain of K_deep blocks over K "
-                                                    "blocks (more layers help)", kind="lower_bound", wrong=[1.0])}
-    planted_errors = (
-        PlantedError("theory", "the depth gain bound set to 1 nat", f"{THEORY}._paper:TRAINING_TRENDS",
-                     lambda orig: dict(orig, min_depth_nll_gain=1.0)),
-        PlantedError("measurement", "the deeper GD model is never trained (learning rate 0)",
-                     f"{EXPERIMENTS}._training:train", _untrained_deep_gd),
-    )
-
-    def constants(self, s):
-        from importlib import import_module
-
-        return {"min_depth_nll_gain": import_module(f"{THEORY}._paper").TRAINING_TRENDS["min_depth_nll_gain"]}
-
-    def estimate(self, s):
-        per = step_work(s)
-        # 0.25: as for catgd.training, measured
-        return Cost(work=0.25 * (2 * s.K + s.K_deep) * s.steps * 128 * per,
-                    memory=8.0 * s.L * (s.N + 1) * (s.d + s.C) * 3)
-
-    def measure(self, s, run):
-        tr = ex.training
-        lay = ex.model.layout(s.d, s.dprime)
-        gen = synthetic_task(s, run)
-        val = ex.data.synthetic_dataset(run.rng(2), 512, **gen)
-        test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
-        train = ex.data.synthetic_dataset(run.rng(4), s.L, **gen)
-        xp = get_backend(s.backend)
-        cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), lr=1e-2, xp=xp)
-        out = {"learners": {}, "generator": gen}  # kept for re-evaluation on fresh prompts
-        first = tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel)
-        tr.train(first, train, val, run.rng(6), **cfg)
-        run.tick(1 / 3, f"training the GD model with {s.K} blocks")
-        start = first.params
-        # both continue from the trained K-block model for the same number of steps: the K-block
-        # model as it is, the K_deep-block model with the extra blocks' steps at 0 (same function)
-        for j, K in enumerate((s.K, s.K_deep)):
-            g = tr.GDLearner(run.rng(5), lay, s.C, K, s.kernel)
-            g.deep = K == s.K_deep
-            g.params = {"W": start["W"].copy(), "r": start["r"].copy(),
-                        "alpha": np.concatenate([start["alpha"], np.zeros((K - s.K, s.dprime))])}
-            curve = tr.train(g, train, val, run.rng(7), **cfg)
-            nll, correct, nll_exact = tr.evaluate(g, test, xp=xp)
-            out[f"K={K}"] = {"nll_exact": nll_exact, "accuracy": float(correct.mean()), "curve": curve}
-            out["learners"][f"K={K}"] = g
-            run.tick((j + 2) / 3, f"training the GD model with {K} blocks")
-        return out
-
-    def judge(self, s, predicted, m, ctx):
-        ctx.note(self.explanation.strip())
-        a, b = m[f"K={s.K}"], m[f"K={s.K_deep}"]
-        gain = a["nll_exact"] - b["nll_exact"]
-        n = len(gain)
-        bd = mean_bounds(gain, a_lower=_A, a_upper=_A)
-        low, high = bd.lower, bd.upper
-        pred = float(predicted["min_depth_nll_gain"])
-        ctx.measure("nll", {f"K={s.K}": float(a["nll_exact"].mean()), f"K={s.K_deep}": float(b["nll_exact"].mean())})
-        ctx.measure("accuracy", {f"K={s.K}": a["accuracy"], f"K={s.K_deep}": b["accuracy"]})
-        ctx.measure("depth_nll_gain", float(gain.mean()))
-        ctx.evidence["paper"] = {"L=2048, GD NLL (K=1..4)": [1.058, 0.971, 0.943, 0.924]}
-        ctx.condition(f"more layers help: GD NLL with {s.K_deep} blocks below {s.K} (gain > {pred:g})",
-                      _three_way(low > pred, high < pred) if bd.ok else None, key="min_depth_nll_gain",
-                      measured={"mean": float(gain.mean()), "lower": low, "upper": high},
-                      why=f"one-sided paired confidence bounds ({_A:g} each) over {n} test prompts (exact-label "
-                          f"NLL); {_BOUNDS_WHY}", false_fail=_A, detail=bd.reason,
-                      margin=_margin(high, float(gain.mean()), pred), tolerance=_tol(bd))
-        ctx.plot(Plot(f"GD model training (validation NLL), N={s.N}, L={s.L}", "Adam step", "validation NLL",
-                      series=[Series([c[0] for c in m[f"K={K}"]["curve"]], [c[2] for c in m[f"K={K}"]["curve"]],
-                                     f"K={K}", "line") for K in (s.K, s.K_deep)]))
