@@ -158,9 +158,10 @@ def _stationarity(over, seeds):
         yield [x for x in ctx.checks if "zero-spread" not in x.name]
 
 
-def _refuting_bounds(c, over, seeds, pairs):
+def _refuting_bounds(c, over, seeds, pairs, score=None):
     """Models trained once; per seed fresh test prompts; for each (name, statistic, side) the
-    refuting bound's miscoverage of the statistic's true mean."""
+    refuting bound's miscoverage of the statistic's true mean.  ``score(learner, prompts, xp)``:
+    the per-prompt scores the statistics read (default: the exact-label NLL)."""
     from icltheory.backends import get_backend
     from proofs.categorical_icl import experiments as ex
     from proofs.categorical_icl.claims.training import _A
@@ -169,8 +170,12 @@ def _refuting_bounds(c, over, seeds, pairs):
     m = c.measure(s0, Run(s0))
     xp = get_backend(s0.backend)
 
+    if score is None:
+        def score(learner, test, xp):
+            return ex.training.evaluate(learner, test, xp=xp)[2]
+
     def diffs(test):
-        nll = {k: ex.training.evaluate(v, test, xp=xp)[2] for k, v in m["learners"].items()}
+        nll = {k: score(v, test, xp) for k, v in m["learners"].items()}
         return {name: f(nll) for name, f, _ in pairs}
 
     big = ex.data.synthetic_dataset(np.random.default_rng(10**9), 50 * s0.prompts, **m["generator"])
@@ -209,10 +214,17 @@ def _training(over, seeds):
 def _depth(over, seeds):
     c = get_claim("catgd.depth")
     s0 = _setting(c.id, over, 0)
+    from proofs.categorical_icl import experiments as ex
+
     depths = range(s0.K, s0.K_deep + 1)
-    pairs = [(f"{k + 1} blocks below {k} (refuting upper bound)",
-              lambda n, k=k: n[f"K={k}"] - n[f"K={k + 1}"], "upper") for k in depths[:-1]]
-    yield from _refuting_bounds(c, over, seeds, pairs)
+    # NLL and expected accuracy (ex.training.test_scores, what the claim reads) per added block
+    pairs = [p for k in depths[:-1] for p in (
+        (f"NLL: {k + 1} blocks below {k} (refuting upper bound)",
+         lambda n, k=k: n[f"K={k}"][0] - n[f"K={k + 1}"][0], "upper"),
+        (f"accuracy: {k + 1} blocks above {k} (refuting upper bound)",
+         lambda n, k=k: n[f"K={k + 1}"][1] - n[f"K={k}"][1], "upper"))]
+    yield from _refuting_bounds(c, over, seeds, pairs,
+                                score=lambda learner, test, xp: ex.training.test_scores(learner, test, xp=xp))
 
 
 def _data_thresholds(over, seeds):

@@ -288,5 +288,6 @@ class DepthSetting(Setting):
 
     def _validate(self):
         if self.K_deep <= self.K:
-            raise SettingError("K_deep", f"must exceed K={self.K} (the trend runs from K to K_deep blocks)")
+            raise SettingError("K_deep", f"must exceed K={self.K} (the trend runs from K to K_deep blocks: set K_deep "
+                                          f"to at least {self.K + 1})")
         get_backend(self.backend)  # an unavailable optional backend is a setting error

@@ -115,6 +115,13 @@ def step_work(s) -> float:
     return (s.N + 1) * (s.N * D * 6 + D * D * 12 + s.C * D * 4) * 3
 
 
+def model_blocks(K: int) -> float:
+    """Blocks' worth of work in a pass of a K-block model as training and evaluation run it (the
+    estimates multiply :func:`step_work` by it): the last block runs on the query row alone (its
+    keys and values still on every context row), about half a block."""
+    return K - 0.5
+
+
 def synthetic_task(s, run) -> dict:
     """The synthetic generator's arguments for the setting ``s``: the true label embedding is
     drawn from the run's stream 1 (every trained-model claim draws it there)."""

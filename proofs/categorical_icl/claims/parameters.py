@@ -11,7 +11,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings import ParameterSetting
-from ._common import EXPERIMENTS, SOURCE, THEORY, step_work, synthetic_task
+from ._common import EXPERIMENTS, SOURCE, THEORY, model_blocks, step_work, synthetic_task
 from .thresholds import PATIENCE, SMOOTH, _plateaued
 
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -44,7 +44,7 @@ def _alignment(M: np.ndarray, B: np.ndarray) -> float:
 class TFParameters(Claim):
     id = "catgd.tf-parameters"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
-    work_calibration = 2.2
+    work_calibration = 2.85
     title = "The trained Transformer's attention parameters move to the GD stationary point's form as L grows"
     source = SOURCE + ", §5 (synthetic experiments, table notes)"
     provenance = "summary's claim"
@@ -105,7 +105,7 @@ cannot tell $B$ from any form closer than half the gap between the two groups
         # 0.3 per counted prompt-pass as for catgd.training, plus a step's fixed cost (the ~40
         # array calls of a step and its share of the looks: ≈ 2 ms on the project machine, measured
         # at the quick profile's small model, ≈ 8e6 in the budget's units)
-        return Cost(work=s.K * (0.3 * passes * per + 8e6 * steps),
+        return Cost(work=0.3 * model_blocks(s.K) * passes * per + s.K * 8e6 * steps,
                     memory=8.0 * s.runs * (s.L_small + s.L_large) * (s.N + 1) * (s.d + s.C) * 3)
 
     def measure(self, s, run):

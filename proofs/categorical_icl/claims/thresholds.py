@@ -9,8 +9,8 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import ThresholdSetting
-from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, step_work, synthetic_task,
-                      untrained)
+from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _tol, model_blocks, step_work,
+                      synthetic_task, untrained)
 
 ex = lazy_module("proofs.categorical_icl.experiments")
 
@@ -80,7 +80,7 @@ def _past_minimum(curve, min_delta: float) -> bool:
 class DataThresholds(Claim):
     id = "catgd.data-thresholds"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
-    work_calibration = 1.9
+    work_calibration = 1.75
     title = "Data needed: the GD model converges below 5000 prompts, a trained Transformer matches it only above 10000 (1 block) or 25000 (2 blocks)"
     source = SOURCE + ", §5 (synthetic experiments, the data-size table)"
     provenance = "summary's claim"
@@ -152,7 +152,7 @@ about a minute and a half. Reported: the trained Transformer's $Q_x^\top K_x$ di
         # 0.3 per counted prompt-pass of a training step, as for catgd.training (measured); a look
         # at the 2048 validation prompts is a forward pass (a third of a step's work per prompt)
         passes = sum(n * 128 * (1 + 2048 / 3 / 128 / EVAL_EVERY) for n in steps) + 2 * len(s.train_sizes) * s.prompts / 3
-        return Cost(work=0.3 * s.K * passes * per,
+        return Cost(work=0.3 * model_blocks(s.K) * passes * per,
                     memory=8.0 * max(s.train_sizes) * (s.N + 1) * (s.d + s.C) * 3)
 
     def measure(self, s, run):

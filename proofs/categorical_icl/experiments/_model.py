@@ -171,8 +171,13 @@ def _rows(a, W):
     return (a.reshape(-1, a.shape[-1]) @ W).reshape(tuple(a.shape[:-1]) + (W.shape[-1],))
 
 
-def _head_forward(head: Head, H, N: int, xp=NUMPY):
+def _head_forward(head: Head, H, N: int, xp=NUMPY, query_only: bool = False):
+    """The head's output (the residual increment) on every row of ``H``, or with ``query_only``
+    on the query row alone (B, 1, D): the keys and values still come from every context row."""
     Hc = H[:, :N]
+    if head.kind == "delta" and query_only:
+        # δ weights give the query row nothing
+        return xp.zeros((H.shape[0], 1, H.shape[-1])), {}
     val = _rows(Hc, head.V.T)
     if head.kind == "delta":
         # the weights are δ_ij for context rows and 0 for the query: the output is the values
@@ -181,7 +186,7 @@ def _head_forward(head: Head, H, N: int, xp=NUMPY):
         out = xp.zeros((H.shape[0], H.shape[1], val.shape[-1]))
         out[:, :N] = val
         return out, {"val": val}
-    q = _rows(H, head.Q.T)
+    q = _rows(H[:, -1:] if query_only else H, head.Q.T)
     k = _rows(Hc, head.K.T)
     g, a = _scores(head.kind, q, k, xp)
     return a @ val, {"a": a, "val": val, "q": q, "k": k, "g": g}
@@ -200,28 +205,33 @@ def cross_attention(cr: Cross, H, W_x, xp=NUMPY):
     return _cross_forward(cr, H, W_x, xp)[0]
 
 
-def forward(model: Model, X, labels, *, keep: bool = False, xp=NUMPY):
+def forward(model: Model, X, labels, *, keep: bool = False, logits_only: bool = False, xp=NUMPY):
     """Run the model.  Returns ``(logits (B,C), hidden list, cache)``.
 
     ``hidden[k]`` is the token array after block ``k`` (``hidden[0]`` the embedding).  ``X``,
     ``labels`` and the model's parameters are arrays of the namespace ``xp`` (numpy by default;
-    ``labels`` an index array, :meth:`~icltheory.backends.Backend.asindex`).
+    ``labels`` an index array, :meth:`~icltheory.backends.Backend.asindex`).  With
+    ``logits_only`` the last block runs on the query row alone (the logits read nothing else;
+    its keys and values still come from every context row), so ``hidden[-1]`` has that one row;
+    :func:`backward` takes either cache.
     """
     N = labels.shape[1]
     H = embed(model, X, labels, xp)
     hidden = [H]
     cache = []
-    for blk in model.blocks:
+    for i, blk in enumerate(model.blocks):
         Hin = H
-        outs = [_head_forward(h, Hin, N, xp) for h in blk.heads]
-        Hmid = Hin + sum(o for o, _ in outs)
+        q_only = logits_only and i == len(model.blocks) - 1
+        outs = [_head_forward(h, Hin, N, xp, q_only) for h in blk.heads]
+        Hmid = (Hin[:, -1:] if q_only else Hin) + sum(o for o, _ in outs)
         if blk.cross is not None:
             cout, ccache = _cross_forward(blk.cross, Hmid, model.W_x, xp)
             Hout = Hmid + cout
         else:
             ccache = None
             Hout = Hmid
-        cache.append({"Hin": Hin, "heads": [c for _, c in outs], "Hmid": Hmid, "cross": ccache})
+        cache.append({"Hin": Hin, "heads": [c for _, c in outs], "Hmid": Hmid, "cross": ccache,
+                      "query_only": q_only})
         H = Hout
         hidden.append(H)
     fq = H[:, -1, model.lay.f]
@@ -251,8 +261,17 @@ def _outer(a, b, mean: bool, xp=NUMPY):
     return xp.swapaxes(a.reshape(-1, a.shape[-1]), 0, 1) @ b.reshape(-1, b.shape[-1]) / a.shape[0]
 
 
-def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = False):
+def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = False,
+                   query_only: bool = False):
+    """The head's parameter gradients and its input's gradient (B, T, D) from ``dout``, the
+    gradient of its output: on every row of ``H``, or with ``query_only`` on the query row
+    alone (B, 1, D), as :func:`_head_forward` made it."""
     Hc = H[:, :N]
+    if head.kind == "delta" and query_only:  # its output at the query is 0 whatever its parameters
+        grads = {} if head.frozen else {m: xp.zeros((() if mean else (H.shape[0],)) + tuple(getattr(head, m).shape))
+                                        for m in "QKV"}
+        return grads, xp.zeros(tuple(H.shape))
+    Hq = H[:, -1:] if query_only else H
     val = c["val"]
     # δ weights pass the context rows' gradient straight to the values
     dval = dout[:, :N] if head.kind == "delta" else xp.swapaxes(c["a"], 1, 2) @ dout  # (B,N,D)
@@ -279,9 +298,12 @@ def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = 
         dq = -xp.einsum("bji,bjir->bjr", dg, sgn)
         dk = xp.einsum("bji,bjir->bir", dg, sgn)
     if not head.frozen:
-        grads["Q"] = _outer(dq, H, mean, xp)
+        grads["Q"] = _outer(dq, Hq, mean, xp)
         grads["K"] = _outer(dk, Hc, mean, xp)
-    dH += _rows(dq, head.Q)
+    if query_only:
+        dH[:, -1:] += _rows(dq, head.Q)
+    else:
+        dH += _rows(dq, head.Q)
     dH[:, :N] += _rows(dk, head.K)
     return grads, dH
 
@@ -327,17 +349,23 @@ def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, 
     bgrads = []
     for blk, c in zip(reversed(model.blocks), reversed(cache["blocks"])):
         g_blk: dict = {"heads": [], "cross": None}
+        q_only = c.get("query_only", False)
+        dout = dH[:, -1:] if q_only else dH  # the gradient of the block's output rows
         if blk.cross is not None:
-            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dH, model.W_x, xp, mean)
+            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dout, model.W_x, xp, mean)
             g_blk["cross"] = gc
             if dWx is not None:
                 dW_x += dWx
-            dH = dH + dHc
-        dH_in = dH
+            dout = dout + dHc
+        if q_only:  # the residual path: the query row of the block's input
+            dH_in = xp.zeros(tuple(dH.shape))
+            dH_in[:, -1:] = dout
+        else:
+            dH_in = dout
         for h, hc in zip(blk.heads, c["heads"]):
-            gh, dHh = _head_backward(h, hc, c["Hin"], dH, N, xp, mean)
+            gh, dHh = _head_backward(h, hc, c["Hin"], dout, N, xp, mean, q_only)
             g_blk["heads"].append(gh)
-            dH_in = dH_in + dHh  # a new array: dH itself stays the heads' common input
+            dH_in = dH_in + dHh  # a new array: dout itself stays the heads' common input
         dH = dH_in
         bgrads.append(g_blk)
     grads["blocks"] = bgrads[::-1]

@@ -155,7 +155,7 @@ def evaluate(learner, data: Dataset, params=None, chunk: int = 1024, xp=NUMPY):
     nll, correct, nll_exact = [], [], []
     for s in range(0, len(data), chunk):
         part = data.take(slice(s, s + chunk))
-        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), xp=xp)[0]
+        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), logits_only=True, xp=xp)[0]
         ls = xp.to_numpy(xp.log_softmax(logits, -1))
         logits = xp.to_numpy(logits)
         nll.append(-ls[np.arange(len(part)), part.y_query])
@@ -175,7 +175,7 @@ def test_scores(learner, data: Dataset, chunk: int = 1024, xp=NUMPY):
     nll, acc = [], []
     for s in range(0, len(data), chunk):
         part = data.take(slice(s, s + chunk))
-        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), xp=xp)[0]
+        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), logits_only=True, xp=xp)[0]
         ls = xp.to_numpy(xp.log_softmax(logits, -1))
         nll.append(-np.sum(part.p_query * ls, -1))
         acc.append(part.p_query[np.arange(len(part)), np.argmax(ls, -1)])
@@ -225,7 +225,7 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
         X, labels = X_all[rows], labels_all[rows]
         model = learner.model(p, xp)
         target = xp.asarray(_onehot(train_set.y_query[idx], C))
-        logits, _, cache = forward(model, X, labels, xp=xp)
+        logits, _, cache = forward(model, X, labels, logits_only=True, xp=xp)
         run.append(float(xp.mean(query_loss(logits, target, xp))))
         g = learner.grads(backward(model, X, labels, target, logits, cache, xp, mean=True), xp)
         gflat = xp.concatenate([g[k].reshape(-1) for k in keys])
