@@ -635,3 +635,22 @@ def test_tiny_lambda_min_is_accepted_by_the_flow_with_a_larger_time_unit():
         assert s.lr > c.setting(dict(keys, lambdas="0.5,0.0594604,0.00707107,0.0008409,0.0001")).lr, cid
     with pytest.raises(SettingError, match="raise lr"):
         get_claim("linattn.separate.saddle-to-saddle").setting(dict(keys, integrator="gd"))
+
+
+def test_a_flow_measured_short_of_the_resolution_is_solved_again_at_the_rtol_that_would_do(monkeypatch):
+    """At rtol 1e-3 the adaptive flow's re-solve measures an error above the judges' resolution
+    ÷ 10; the run is solved again at the rtol the error calls for (1e-5 here: two decades) and
+    the verdict reads that run and says so.  Without the second solve the same setting is
+    inconclusive, suggesting that rtol."""
+    from proofs.linear_attention.claims import dynamics
+
+    v = _run("linattn.separate.saddle-to-saddle", {"rtol": "1e-3"})
+    assert v.verdict == "holds", v.summary()
+    sim = v.measured["simulator_a"]
+    assert sim["rtol"] == 1e-5 and sim["tightened"]["from_rtol"] == 1e-3
+    assert any("solved again at rtol 1.0e-05" in n for n in v.notes)
+    monkeypatch.setattr(dynamics, "_tighter_rtol", lambda *a: None)
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    w = run_check(c, c.setting({"rtol": "1e-3"}).with_profile("quick"))  # measured afresh
+    assert w.verdict == "inconclusive" and "--set rtol=1e-05" in w.summary(), w.summary()
+    assert "tightened" not in w.measured.get("simulator_a", {})
