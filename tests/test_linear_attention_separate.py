@@ -497,13 +497,20 @@ def test_fewer_heads_than_directions_tied_or_switching(seed, spec):
                                                 "lambdas": "0.4723665527410147,0.4040365236633421,"
                                                            "0.4040365236633421,0.391605626676799"},
      "was learned after e_"),
+    ("linattn.separate.saddle-to-saddle", 500, {"N": 30, "w_init": 0.03140847087603306, "lr": 0.7891950690610644,
+                                                "steps": 60917, "integrator": "gd",
+                                                "lambdas": "0.32465246735834974,0.36787944117144233,"
+                                                           "0.314663961018459,0.32465246735834974"},
+     "was learned after e_2"),
 ])
 def test_random_draws_that_were_false_fails(claim_id, seed, spec, why):
     """Settings the contract's random draws (dev profile) or the refutation search once answered
     `fails` at: a tied eigenspace escaping before a nearby larger eigenvalue (its init's
     projection on the whole space drives it); the second direction of a tied eigenspace
     (λ = 0.404, twice) learned after a distinct eigenvalue 3 % below it (λ = 0.392: which
-    direction of the space is left is the init's choice); and a rank-4 head's follower lagging
+    direction of the space is left is the init's choice); the whole of a tied plane (λ = 0.325,
+    twice) learned after a distinct eigenvalue 3 % below it (λ = 0.315; the one-direction swap
+    control cannot decide a direction of a tied space); and a rank-4 head's follower lagging
     its leader (N = 9: the stage's eigenvalues 4× apart).  None refutes the claim:
     inconclusive, saying why."""
     c = get_claim(claim_id)

@@ -60,19 +60,20 @@ def same_eigenvalues(lam, A, B) -> bool:
     return sorted(lam[list(A)]) == sorted(lam[list(B)])
 
 
-#: a direction left over in a tied eigenspace is not ordered against a distinct eigenvalue within
-#: this relative gap below it: their escape times (∝ 1/λ²) then differ by at most 23 %, less than
-#: the spread of a random init's overlaps with the directions, which decides such an order
-TIED_LEFT_OVER_GAP = 0.1
+#: a direction of a tied eigenspace is not ordered against a distinct eigenvalue within this
+#: relative gap below it: their escape times (∝ 1/λ²) then differ by at most 23 %, less than the
+#: spread of a random init's overlaps with the directions, which decides such an order
+TIED_NEAR_GAP = 0.1
 
 
-def _left_over(a: int, b: int, lam, times) -> bool:
-    """Whether e_a, one of several tied directions, learned after e_b, is the one its space had
-    left over: another direction of its space was learned no later than e_b, and λ_b is within
-    :data:`TIED_LEFT_OVER_GAP` below λ_a."""
+def _tied_near(a: int, b: int, lam) -> bool:
+    """Whether e_a lies in an eigenspace of tied eigenvalues and λ_b is within
+    :data:`TIED_NEAR_GAP` below λ_a: learned after e_b, its order is the init's choice (the space
+    escapes with the init's projection on all of it, and which of its directions comes first or
+    is left for later is the init's choice too), and the one-direction swap control cannot
+    decide it."""
     tied = [d for d in range(len(lam)) if d != a and abs(lam[d] - lam[a]) <= 1e-12 * abs(lam[a])]
-    return (any(np.isfinite(times[d]) and times[d] <= times[b] for d in tied)
-            and lam[b] >= (1.0 - TIED_LEFT_OVER_GAP) * lam[a])
+    return bool(tied) and (1.0 - TIED_NEAR_GAP) * lam[a] <= lam[b] <= lam[a]
 
 
 def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
@@ -82,9 +83,7 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
     A pair (a before b predicted) is violated when b was learned first.  Exactly tied
     eigenvalues are not ordered by the claim; b inside an eigenspace of tied eigenvalues learned
     before a is inconclusive (the init's projection on that whole space drives its escape), and
-    so is a inside one when another direction of its space was learned first and λ_b is within
-    :data:`TIED_LEFT_OVER_GAP` of λ_a (which direction of the space is left over is the init's
-    choice; :func:`_left_over`); so
+    so is a inside one when λ_b is within :data:`TIED_NEAR_GAP` below λ_a (:func:`_tied_near`); so
     is a violated pair learned within one drop (``plateaus``, the run's
     :func:`~icltheory.dynamics.plateaus_between_events`: every stretch between their learning
     times absent — the two directions escaped together, their order is not resolved).  For a violated pair with λ_a > λ_b the
@@ -114,7 +113,7 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
             if not np.isfinite(tb) or (np.isfinite(ta) and ta <= tb):
                 continue
             ctl = controls.get((a, b))
-            if mult[b] > 1 or (mult[a] > 1 and _left_over(a, b, lam, times)):
+            if mult[b] > 1 or (mult[a] > 1 and _tied_near(a, b, lam)):
                 spaces.append((a, b))
             elif ctl == a:
                 ties.append((a, b))
@@ -136,11 +135,11 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                              "a nearby larger eigenvalue can follow the init; the one-direction swap control does not "
                              "apply (the paper's spectra are distinct)")
         else:
-            ctx.inconclusive(f"{label}: e_{a} (λ = {lam[a]:.7g}) lies in an eigenspace of {mult[a]} tied eigenvalues and, "
-                             f"left over after another of its directions was learned, was learned after e_{b} "
-                             f"(λ = {lam[b]:.7g}, within {TIED_LEFT_OVER_GAP:.0%} below): within that space any basis is an eigenbasis, "
-                             "so which of its directions is left for later is the init's choice, and the head that "
-                             f"learns it escapes with its init's projection on what is left, not on e_{a}; the "
+            ctx.inconclusive(f"{label}: e_{a} (λ = {lam[a]:.7g}) lies in an eigenspace of {mult[a]} tied eigenvalues and "
+                             f"was learned after e_{b} (λ = {lam[b]:.7g}, within {TIED_NEAR_GAP:.0%} below): the space "
+                             "escapes with its init's projection on all of it, and within it any basis is an "
+                             "eigenbasis, so which of its directions comes first or is left for later is the init's "
+                             "choice; against an eigenvalue this close the order follows the init, and the "
                              "one-direction swap control does not apply (the paper's spectra are distinct)")
     for a, b in together:
         ctx.inconclusive(f"{label}: e_{b} (λ = {lam[b]:.7g}) was learned just before e_{a} (λ = {lam[a]:.7g}) within one "
