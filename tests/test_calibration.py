@@ -669,6 +669,14 @@ def test_training_trend_judgement():
     assert _margin(0.4, 1.0, 0.5) == pytest.approx(1 / 6) and _margin(0.6, 1.0, 0.5) == pytest.approx(-0.25)
     overfit = {"m": [(0, 0, 1.0), (1, 0, 1.2), (2, 0, 1.3)]}
     assert _refutable(True, overfit)[0] is False and _refutable(True, {"m": [(0, 0, 1.0), (1, 0, 0.9)]})[0]
+    # with the reversal's size: a model still improving at its last look blocks a reversal no
+    # larger than its gain over the second half of its looks (here 1.0 − 0.8 = 0.2, × its weight)
+    improving = [(i, 0, 1.2 - 0.05 * i) for i in range(8)]  # 1.2 … 0.85; second half: 1.05 → 0.85
+    assert _refutable(True, {"m": improving}, by=0.19)[0] is False
+    assert _refutable(True, {"m": improving}, by=0.21)[0] is True
+    assert _refutable(True, {"m": (improving, 0.5)}, by=0.11)[0] is True
+    turned = improving[:-1] + [(7, 0, 0.95)]  # best look before the last: it stopped improving
+    assert _refutable(True, {"m": turned}, by=0.01)[0] is True
 
 
 def _drops(t, centres, sizes, k):

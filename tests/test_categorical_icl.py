@@ -560,6 +560,16 @@ def test_depth_judge_refutes_only_a_reversal_the_deeper_model_was_trained_for():
     assert judge(0.0002, 0.005, 1.45).verdict == "inconclusive"
 
 
+def test_training_gap_reversal_by_a_transformer_still_training_is_no_refutation():
+    """A refutation search found catgd.training `fails` at the quick profile, seed 2631: the gap
+    at L = 1024 larger than at L = 64 by 0.077 (lower bound), with the Transformer at L = 1024
+    still improving at its last look (0.096 over the second half of its 150 steps; the standard
+    profile holds at this seed).  Undecided, saying why."""
+    v = _check("catgd.training", profile="quick", seed=2631)
+    assert v.verdict == "inconclusive", v.summary()
+    assert "still improving at its last look" in v.summary()
+
+
 def test_multistep_stationarity_classes():
     """For K = 2 the theory puts block 2's untied value (u+v) and f→f value outside the GD set and
     rotation invariant (not zeroed by symmetry); block 1's are structural zeros of the layout."""

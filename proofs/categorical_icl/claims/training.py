@@ -30,13 +30,35 @@ def _three_way(confirmed: bool, refuted: bool):
     return True if confirmed else (False if refuted else None)
 
 
-def _refutable(refuted: bool, models: dict) -> tuple[bool, str]:
+def _late_gain(curve) -> float:
+    """How much a model still improving at its last validation look (its best look is the last:
+    the step cap, not early stopping, ended it) gained over the second half of its looks; 0 for
+    a model whose best look came earlier."""
+    vals = [c[2] for c in curve]
+    if len(vals) < 2 or vals[-1] > min(vals):
+        return 0.0
+    return float(vals[len(vals) // 2 - 1] - vals[-1])
+
+
+def _refutable(refuted: bool, models: dict, by: float | None = None) -> tuple[bool, str]:
     """A refutation stands only if every model it relies on (those whose under-training would
-    push the statistic towards the refutation) resolved its early-stopping point."""
-    bad = [name for name, curve in models.items() if _overfit_before_first_look(curve)]
+    push the statistic towards the refutation; ``models``: name → its curve, or (curve, weight):
+    how much a unit of its NLL moves the statistic) resolved its early-stopping point, and —
+    with ``by``, how far the refuting bound passed its threshold (NLL units) — only if no such
+    model still improving at its last look gained as much (× its weight) over the second half
+    of its training: another stretch of training could then close the reversal (a trend between
+    trained models is not refuted by one still training)."""
+    curves = {n: (c if isinstance(c, tuple) else (c, 1.0)) for n, c in models.items()}
+    bad = [name for name, (curve, _) in curves.items() if _overfit_before_first_look(curve)]
     if refuted and bad:
         return False, (f"reversed in this run, but {', '.join(bad)} overfit before the first "
                        "validation look (its early-stopping minimum is not resolved): no refutation")
+    if refuted and by is not None:
+        still = [(name, w * _late_gain(curve)) for name, (curve, w) in curves.items() if w * _late_gain(curve) >= by]
+        if still:
+            return False, ("reversed in this run by " + f"{by:.3g}, but " + ", ".join(
+                f"{n} was still improving at its last look ({g:.3g} over the second half of its training)"
+                for n, g in still) + ": more training could close it, no refutation")
     return refuted, ""
 
 
@@ -68,7 +90,9 @@ reversed, otherwise undecided (inconclusive) — a trend the run cannot resolve 
 the paper. The false-fail probability covers the test-prompt sampling given the trained models (one
 training run per model; its randomness is reported, not controlled); a reversal is not taken as a
 refutation when a model it relies on overfit before the first validation look (early stopping then
-kept an unresolved point of its training, not a trained minimum). Reported: the trained Transformer's $Q_x^\top K_x$ distance to
+kept an unresolved point of its training, not a trained minimum), nor when such a model was still
+improving at its last look by as much as the reversal over the second half of its training (more
+training could close it). Reported: the trained Transformer's $Q_x^\top K_x$ distance to
 a scaled identity. Paper (GPU, $N=125$, $K=2$, $L$ up to 32768): GD $\approx0.72$, trained TF
 $0.52\to0.72$; our sizes are 10–100× smaller.
 """
@@ -158,8 +182,9 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         # refuting "GD better at L_min" relies on GD at L_min being trained; refuting "the gap
         # shrinks" on GD at L_min and TF at L_max (under-training either inflates the reversal)
         gd_small, tf_big = f"GD L={small}", f"TF L={big}"
-        ref1, why1 = _refutable(high1 < pred1, {gd_small: m[gd_small]["curve"]})
-        ref2, why2 = _refutable(lo2 > 0, {gd_small: m[gd_small]["curve"], tf_big: m[tf_big]["curve"]})
+        ref1, why1 = _refutable(high1 < pred1, {gd_small: m[gd_small]["curve"]}, by=pred1 - high1)
+        ref2, why2 = _refutable(lo2 > 0, {gd_small: (m[gd_small]["curve"], ratio), tf_big: m[tf_big]["curve"]},
+                                by=lo2)
         ctx.condition(f"GD NLL below trained TF at L={small} (advantage > {pred1:g})",
                       _three_way(low1 > pred1, ref1) if b1.ok else None,
                       key="min_gd_nll_advantage_small_L", measured={"mean": float(d_small.mean()), "lower": low1, "upper": high1},
