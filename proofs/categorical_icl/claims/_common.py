@@ -87,6 +87,46 @@ def _overfit_before_first_look(curve) -> bool:
     return len(vals) >= 2 and vals[0] <= min(vals) and vals[1] > vals[0]
 
 
+def _three_way(confirmed: bool, refuted: bool):
+    """A trend check: True when the confidence bound confirms it, False when the opposite bound refutes it
+    (the trend is significantly reversed), None (undecided) when neither: one training run per
+    model decides only what the test prompts resolve, and an unresolved trend is no evidence
+    against the paper."""
+    return True if confirmed else (False if refuted else None)
+
+
+def _late_gain(curve) -> float:
+    """How much a model still improving at its last validation look (its best look is the last:
+    the step cap, not early stopping, ended it) gained over the second half of its looks; 0 for
+    a model whose best look came earlier."""
+    vals = [c[2] for c in curve]
+    if len(vals) < 2 or vals[-1] > min(vals):
+        return 0.0
+    return float(vals[len(vals) // 2 - 1] - vals[-1])
+
+
+def _refutable(refuted: bool, models: dict, by: float | None = None) -> tuple[bool, str]:
+    """A refutation stands only if every model it relies on (those whose under-training would
+    push the statistic towards the refutation; ``models``: name → its curve, or (curve, weight):
+    how much a unit of its NLL moves the statistic) resolved its early-stopping point, and —
+    with ``by``, how far the refuting bound passed its threshold (NLL units) — only if no such
+    model still improving at its last look gained as much (× its weight) over the second half
+    of its training: another stretch of training could then close the reversal (a trend between
+    trained models is not refuted by one still training)."""
+    curves = {n: (c if isinstance(c, tuple) else (c, 1.0)) for n, c in models.items()}
+    bad = [name for name, (curve, _) in curves.items() if _overfit_before_first_look(curve)]
+    if refuted and bad:
+        return False, (f"reversed in this run, but {', '.join(bad)} overfit before the first "
+                       "validation look (its early-stopping minimum is not resolved): no refutation")
+    if refuted and by is not None:
+        still = [(name, w * _late_gain(curve)) for name, (curve, w) in curves.items() if w * _late_gain(curve) >= by]
+        if still:
+            return False, ("reversed in this run by " + f"{by:.3g}, but " + ", ".join(
+                f"{n} was still improving at its last look ({g:.3g} over the second half of its training)"
+                for n, g in still) + ": more training could close it, no refutation")
+    return refuted, ""
+
+
 def _tol(b) -> dict:
     mo = b.moments
     return {"level_each": _A, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,

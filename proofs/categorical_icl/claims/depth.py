@@ -8,7 +8,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import DepthSetting
-from ._common import (_BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _overfit_before_first_look, model_blocks,
+from ._common import (_BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _refutable, _three_way, model_blocks,
                       step_work, synthetic_task)
 
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -165,8 +165,7 @@ validation look (its early-stopping minimum is not resolved).
             short = hi["train_loss"] - lo["train_loss"]
             progress = lo["train_loss_start"] - lo["train_loss"]
             shortfall = 0 < short <= SHORTFALL_SHARE * progress
-            unresolved = [f"the {K}-block model" for K, r in ((k, lo), (k1, hi))
-                          if _overfit_before_first_look(r["curve"])]
+            curves = {f"the {K}-block model": r["curve"] for K, r in ((k, lo), (k1, hi))}
             for what, key, gain in (("NLL", "min_depth_nll_gain", lo["nll_exact"] - hi["nll_exact"]),
                                     ("accuracy", "min_depth_accuracy_gain", hi["accuracy"] - lo["accuracy"])):
                 pred = float(predicted[key])
@@ -185,14 +184,13 @@ validation look (its early-stopping minimum is not resolved).
                     detail = (f"the {k1}-block model's training loss is {short:.3g} above the {k}-block model's, "
                               f"more than {SHORTFALL_SHARE:.0%} of the {progress:.3g} training took off the "
                               f"{k}-block model's loss: its training failed, or the comparison is broken")
-                elif refuted and unresolved:
-                    refuted, detail = False, (f"reversed, but {' and '.join(unresolved)} overfit before the "
-                                              "first validation look (its early-stopping minimum is not "
-                                              "resolved): no refutation")
+                elif refuted:
+                    refuted, why = _refutable(True, curves)
+                    detail = why or detail
                 better = "below" if what == "NLL" else "above"
                 ctx.condition(
                     f"{what} with {k1} blocks {better} {k} blocks (gain > {pred:g})",
-                    (True if confirmed else (False if refuted else None)) if bd.ok else None, key=key,
+                    _three_way(confirmed, refuted) if bd.ok else None, key=key,
                     measured=gains[f"{what} K={k}→{k1}"],
                     why=f"one-sided paired confidence bounds ({a_each:g} each) over {len(gain)} test prompts; "
                         f"{_BOUNDS_WHY}", false_fail=a_each, detail=detail,

@@ -8,7 +8,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import TrainingSetting
-from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _overfit_before_first_look, _tol,
+from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _refutable, _three_way, _tol,
                       model_blocks, step_work, synthetic_task, untrained)
 
 theory = lazy_module("proofs.categorical_icl.theory")
@@ -22,46 +22,6 @@ _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722
           "L=2048, GD accuracy (K=1..6)": [0.702, 0.718, 0.729, 0.731, 0.728, 0.727],
           "L=2048, trained-TF accuracy (K=1..6)": [0.575, 0.524, 0.474, 0.479, 0.481, 0.483],
           "scale": "C=25, d'=5, d=10, N=125 (code), 5000 Adam steps, batch 512, 5 seeds, GPU"}
-def _three_way(confirmed: bool, refuted: bool):
-    """A trend check: True when the confidence bound confirms it, False when the opposite bound refutes it
-    (the trend is significantly reversed), None (undecided) when neither: one training run per
-    model decides only what the test prompts resolve, and an unresolved trend is no evidence
-    against the paper."""
-    return True if confirmed else (False if refuted else None)
-
-
-def _late_gain(curve) -> float:
-    """How much a model still improving at its last validation look (its best look is the last:
-    the step cap, not early stopping, ended it) gained over the second half of its looks; 0 for
-    a model whose best look came earlier."""
-    vals = [c[2] for c in curve]
-    if len(vals) < 2 or vals[-1] > min(vals):
-        return 0.0
-    return float(vals[len(vals) // 2 - 1] - vals[-1])
-
-
-def _refutable(refuted: bool, models: dict, by: float | None = None) -> tuple[bool, str]:
-    """A refutation stands only if every model it relies on (those whose under-training would
-    push the statistic towards the refutation; ``models``: name → its curve, or (curve, weight):
-    how much a unit of its NLL moves the statistic) resolved its early-stopping point, and —
-    with ``by``, how far the refuting bound passed its threshold (NLL units) — only if no such
-    model still improving at its last look gained as much (× its weight) over the second half
-    of its training: another stretch of training could then close the reversal (a trend between
-    trained models is not refuted by one still training)."""
-    curves = {n: (c if isinstance(c, tuple) else (c, 1.0)) for n, c in models.items()}
-    bad = [name for name, (curve, _) in curves.items() if _overfit_before_first_look(curve)]
-    if refuted and bad:
-        return False, (f"reversed in this run, but {', '.join(bad)} overfit before the first "
-                       "validation look (its early-stopping minimum is not resolved): no refutation")
-    if refuted and by is not None:
-        still = [(name, w * _late_gain(curve)) for name, (curve, w) in curves.items() if w * _late_gain(curve) >= by]
-        if still:
-            return False, ("reversed in this run by " + f"{by:.3g}, but " + ", ".join(
-                f"{n} was still improving at its last look ({g:.3g} over the second half of its training)"
-                for n, g in still) + ": more training could close it, no refutation")
-    return refuted, ""
-
-
 class Training(Claim):
     id = "catgd.training"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)

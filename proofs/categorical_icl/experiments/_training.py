@@ -144,20 +144,25 @@ class TFLearner:
                 for k in range(self.K) for h in (1, 2)}
 
 
+def _scored_chunks(learner, data: Dataset, params, chunk: int, xp):
+    """The learner's model over ``data`` in chunks: per chunk the prompts, their logits and
+    log-probabilities (numpy; the forward pass and the log-softmax run on ``xp``)."""
+    if params is None:
+        params = {k: xp.asarray(v) for k, v in learner.params.items()}
+    model = learner.model(params, xp)
+    for s in range(0, len(data), chunk):
+        part = data.take(slice(s, s + chunk))
+        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), logits_only=True, xp=xp)[0]
+        yield part, xp.to_numpy(logits), xp.to_numpy(xp.log_softmax(logits, -1))
+
+
 def evaluate(learner, data: Dataset, params=None, chunk: int = 1024, xp=NUMPY):
     """Per-prompt NLL of the sampled query label, correctness of the top-1 prediction, and the
     NLL against the exact label distribution (numpy arrays).  The forward pass and the log-softmax
     run on ``xp`` (``params``, if given, are arrays of ``xp``; default: the learner's numpy
     parameters, moved onto ``xp``)."""
-    if params is None:
-        params = {k: xp.asarray(v) for k, v in learner.params.items()}
-    model = learner.model(params, xp)
     nll, correct, nll_exact = [], [], []
-    for s in range(0, len(data), chunk):
-        part = data.take(slice(s, s + chunk))
-        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), logits_only=True, xp=xp)[0]
-        ls = xp.to_numpy(xp.log_softmax(logits, -1))
-        logits = xp.to_numpy(logits)
+    for part, logits, ls in _scored_chunks(learner, data, params, chunk, xp):
         nll.append(-ls[np.arange(len(part)), part.y_query])
         nll_exact.append(-np.sum(part.p_query * ls, -1))
         correct.append((np.argmax(logits, -1) == part.y_query).astype(float))
@@ -170,13 +175,8 @@ def test_scores(learner, data: Dataset, chunk: int = 1024, xp=NUMPY):
     expected top-1 accuracy :math:`p_{\arg\max\hat p}` (the probability that the model's top
     class is the sampled label: the sampled 0/1 correctness averaged over the label's draw, so
     its mean is the same accuracy with a smaller variance).  numpy arrays."""
-    params = {k: xp.asarray(v) for k, v in learner.params.items()}
-    model = learner.model(params, xp)
     nll, acc = [], []
-    for s in range(0, len(data), chunk):
-        part = data.take(slice(s, s + chunk))
-        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), logits_only=True, xp=xp)[0]
-        ls = xp.to_numpy(xp.log_softmax(logits, -1))
+    for part, _, ls in _scored_chunks(learner, data, None, chunk, xp):
         nll.append(-np.sum(part.p_query * ls, -1))
         acc.append(part.p_query[np.arange(len(part)), np.argmax(ls, -1)])
     return np.concatenate(nll), np.concatenate(acc)

@@ -48,7 +48,7 @@ def _flow_options(s, budget: float, rtol: float | None = None) -> dict:
             "budget": budget}
 
 
-def _tighter_rtol(s, ra, drops) -> float | None:
+def _tighter_rtol(ra, drops) -> float | None:
     """The rtol at which the flow ``ra`` would meet the judges' resolution when its re-solve
     measured it short (:func:`_accuracy_excess`; the suggestion rule of
     :func:`_suggested_rtol`), or None: accurate, no re-solve, or no rtol the setting accepts."""
@@ -69,7 +69,7 @@ def _population_run(s, run, p0, n_learn, settle: float) -> tuple:
                                                **_flow_options(s, budget))
         reading = ex.analysis.read_run(ra, s.lam, s.N, fine_drop=_FINE_RESOLUTION)
         rtol, used = s.rtol, ra.solver["total_work"]
-        tighter = _tighter_rtol(s, ra, reading.drops) if "budget" not in ra.solver["stopped"] else None
+        tighter = _tighter_rtol(ra, reading.drops) if "budget" not in ra.solver["stopped"] else None
         # a run whose own re-solve measured it short of the judges' resolution is solved again at
         # the rtol that would do, when that fits the budget left (its work grows ≈ ½ per decade
         # of rtol: _flow_steps); the verdict then reads the tighter run, and says so

@@ -45,7 +45,7 @@ def sample_sequences_and_tasks(P: int, N: int, Lam: np.ndarray, rng: np.random.G
     D = Lam.shape[0]
     root = _sqrtm(Lam)
     w = rng.standard_normal((P, D))
-    # one (P(N+1), D) × (D, D) product (the same numbers as the stacked product, ≈ 2× faster)
+    # one (P(N+1), D) × (D, D) product rather than P stacked ones (≈ 2× faster)
     x = (rng.standard_normal((P, N + 1, D)).reshape(-1, D) @ root.T).reshape(P, N + 1, D)
     y = np.einsum("pnd,pd->pn", x, w)
     X = np.empty((P, D + 1, N + 1))
