@@ -189,11 +189,45 @@ def _portable_arithmetic() -> None:
             os.environ.setdefault(var, value)
 
 
+#: glibc's malloc, as :func:`_keep_freed_memory` sets it: blocks up to 32 MiB (glibc's largest
+#: mmap threshold) come from the heap, and up to 1 GiB of freed heap memory is kept for reuse
+#: rather than returned to the system
+MALLOC_MMAP_THRESHOLD = 32 * 1024 * 1024
+MALLOC_TRIM_THRESHOLD = 1024 * 1024 * 1024  # (mallopt takes a C int)
+
+
+def _keep_freed_memory() -> None:
+    """Keep freed memory in the process for its next arrays, unless the user tuned glibc's
+    malloc (``GLIBC_TUNABLES`` or ``MALLOC_*_`` set).  By default glibc maps every block above a
+    threshold afresh and unmaps it when freed, and returns the heap's free top to the system: a
+    NumPy temporary of a few MiB, made and freed at every step, is then new memory at every step,
+    and touching new memory costs the kernel a page fault per 4 KiB — on some virtual machines
+    ≈ 5 µs each (measured on the project's machine: ``linattn.softmax.drops`` spent 1.9 s of its
+    5.4 s in the kernel, 0.1 s of 3.2 s with the memory kept).  The process's peak memory is
+    unchanged (freed blocks are reused, not added to); the arithmetic is the same.  Linux with
+    glibc only; elsewhere nothing is changed."""
+    import platform
+
+    if (platform.system() != "Linux" or platform.libc_ver()[0] != "glibc" or "GLIBC_TUNABLES" in os.environ
+            or any(k.startswith("MALLOC_") and k.endswith("_") for k in os.environ)):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+        libc.mallopt(-3, MALLOC_MMAP_THRESHOLD)  # M_MMAP_THRESHOLD (also ends its dynamic raise)
+        libc.mallopt(-1, MALLOC_TRIM_THRESHOLD)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # pragma: no cover - no mallopt in this C library
+        pass
+
+
 def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
     try:  # (inside the try: a signal may arrive while the handler is being installed)
         _one_blas_thread()
         _portable_arithmetic()
+        _keep_freed_memory()
         sys.unraisablehook = _on_unraisable
         try:
             signal.signal(signal.SIGINT, _on_first_interrupt)

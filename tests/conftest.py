@@ -17,11 +17,12 @@ from pathlib import Path
 
 # the command line's arithmetic, set before NumPy is imported by any test module: BLAS on one
 # thread and the pinned kernels, so the tests' numbers are the committed reports' on any x86-64
-# machine with AVX2
-from icltheory._cli import _one_blas_thread, _portable_arithmetic
+# machine with AVX2; and its memory policy (freed memory kept for reuse)
+from icltheory._cli import _keep_freed_memory, _one_blas_thread, _portable_arithmetic
 
 _one_blas_thread()
 _portable_arithmetic()
+_keep_freed_memory()
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

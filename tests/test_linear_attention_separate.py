@@ -661,3 +661,30 @@ def test_a_flow_measured_short_of_the_resolution_is_solved_again_at_the_rtol_tha
     w = run_check(c, c.setting({"rtol": "1e-3"}).with_profile("quick"))  # measured afresh
     assert w.verdict == "inconclusive" and "--set rtol=1e-05" in w.summary(), w.summary()
     assert "tightened" not in w.measured.get("simulator_a", {})
+
+
+@pytest.mark.parametrize("P, N, D, chunk", [(9000, 6, 3, 4096), (4097, 2, 5, 4096), (50, 4, 2, 7), (1, 1, 1, 4096)])
+def test_chunked_sampling_gives_the_one_piece_draws_and_moments(P, N, D, chunk):
+    """The sequences drawn chunk by chunk are the one-piece draw's, byte for byte, and so are the
+    moments and the growth-rate spread read from them (simulator (b) and the drop-time claim
+    never hold every sequence at once); a different generator seed changes them (the comparison
+    can fail)."""
+    from proofs.linear_attention.experiments import _drop_times as dt
+
+    Lam = np.diag(np.linspace(0.6, 0.1, D))
+    X, y = data.sample_sequences(P, N, Lam, np.random.default_rng(3))
+    k = 0
+    for Xk, yk in data.sequence_chunks(P, N, Lam, np.random.default_rng(3), chunk):
+        assert np.array_equal(Xk, X[k:k + len(yk)]) and np.array_equal(yk, y[k:k + len(yk)])
+        k += len(yk)
+    assert k == P
+    a = models.empirical_moments(X, y, chunk=chunk)
+    b = models.sampled_moments(P, N, Lam, np.random.default_rng(3), chunk=chunk)
+    assert a.C.tobytes() == b.C.tobytes() and a.g.tobytes() == b.g.tobytes() and a.s == b.s
+    assert (a.A, a.B, a.D) == (b.A, b.B, b.D)
+    other = models.sampled_moments(P, N, Lam, np.random.default_rng(4), chunk=chunk)
+    assert other.g.tobytes() != b.g.tobytes()
+    if P > 1:
+        m, spread = dt._moments_and_spread(np.diag(Lam), N, P, np.random.default_rng(3))
+        assert m.C.tobytes() == models.empirical_moments(X, y).C.tobytes()
+        assert spread.tobytes() == dt.growth_rate_spread(X, y).tobytes()

@@ -86,7 +86,10 @@ def open_executor(name: str, *, workers: int | None = None, scheduler: str | Non
         # this process's sys.path, so claim packages found here are found there too.  The
         # workers start now, with one BLAS/OpenMP thread each (n runs at once already use the
         # cores), as Dask's workers do.
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        from .._cli import _keep_freed_memory
+
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_keep_freed_memory)
         try:
             with _environ(_ONE_THREAD):
                 for f in [pool.submit(os.getpid) for _ in range(n)]:

@@ -561,9 +561,8 @@ class SaddleToSaddle(Claim):
         out = {"run": ra, "reading": reading, "controls": controls, "fs": [], "fs_premise": _fs_premise(s)}
         pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
         for k in range(0 if out["fs_premise"] else min(s.fs_seeds, s.seeds)):
-            X, y = ex.data.sample_sequences(s.P, s.N, np.diag(s.lam), run.rng(20, k))
             xp = get_backend(s.backend)
-            mom = ex.models.empirical_moments(X, y, tick=run.tick, xp=xp)
+            mom = ex.models.sampled_moments(s.P, s.N, np.diag(s.lam), run.rng(20, k), tick=run.tick, xp=xp)
             p_k = {n: v[k:k + 1] for n, v in pfull.items()}
             if s.integrator == "flow":  # a small SciPy ODE: the backend computes the moments only
                 left = BUDGETS[s.profile][0] - ra.solver["total_work"] - sum(r.solver["total_work"] for r, _ in out["fs"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["haar_rotation", "covariance", "sample_sequences", "sample_sequences_and_tasks",
+__all__ = ["haar_rotation", "covariance", "sample_sequences", "sample_sequences_and_tasks", "sequence_chunks",
            "beta_and_query", "bilinear_predictor_losses", "beta_outer_samples",
            "query_averaged_losses"]
 
@@ -53,6 +53,28 @@ def sample_sequences_and_tasks(P: int, N: int, Lam: np.ndarray, rng: np.random.G
     X[:, D, :N] = y[:, :N]
     X[:, D, N] = 0.0
     return X, y[:, N], w
+
+
+def sequence_chunks(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator, chunk: int):
+    """:func:`sample_sequences` in consecutive chunks of ``chunk`` sequences: yields (X, y_q)
+    for each, the same numbers from the same generator, without holding all ``P`` sequences
+    (the tasks are drawn first, then the inputs chunk by chunk, in the order the one-piece draw
+    takes them).  The next chunk overwrites the tokens' buffer: copy what is kept.  Fresh memory
+    is slow to touch on some virtual machines (≈ 5 µs a page), so one reused chunk buffer is
+    faster than an array of every sequence."""
+    D = Lam.shape[0]
+    root = _sqrtm(Lam)
+    w = rng.standard_normal((P, D))
+    X = np.empty((min(chunk, P), D + 1, N + 1))
+    for k in range(0, P, chunk):
+        m = min(chunk, P - k)
+        x = (rng.standard_normal((m, N + 1, D)).reshape(-1, D) @ root.T).reshape(m, N + 1, D)
+        y = np.einsum("pnd,pd->pn", x, w[k:k + m])
+        Xk = X[:m]
+        Xk[:, :D, :] = np.transpose(x, (0, 2, 1))
+        Xk[:, D, :N] = y[:, :N]
+        Xk[:, D, N] = 0.0
+        yield Xk, y[:, N]
 
 
 def beta_and_query(X: np.ndarray, divisor: float) -> tuple[np.ndarray, np.ndarray]:

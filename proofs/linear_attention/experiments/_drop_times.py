@@ -28,8 +28,8 @@ import numpy as np
 
 from icltheory.dynamics import threshold_times
 
-from ._data import beta_and_query, sample_sequences
-from ._models import SeparateHeads, empirical_moments
+from ._data import beta_and_query, sequence_chunks
+from ._models import SeparateHeads, moments_of_chunks
 from ._training import finite_sample_separate, learned_fractions, learning_times, separate_population_gd
 
 __all__ = ["embed_heads", "growth_rate_spread", "first_crossings", "train_drop_times"]
@@ -49,9 +49,33 @@ def embed_heads(heads: dict, D: int) -> tuple[dict, dict]:
 
 def growth_rate_spread(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per direction: relative standard error of the sample mean of y_q β_d x_q,d."""
+    return _spread_of_terms(_growth_terms(X, y))
+
+
+def _growth_terms(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     beta, xq = beta_and_query(X, X.shape[2] - 1)
-    z = y[:, None] * beta * xq
+    return y[:, None] * beta * xq
+
+
+def _spread_of_terms(z: np.ndarray) -> np.ndarray:
     return z.std(axis=0, ddof=1) / (np.sqrt(z.shape[0]) * np.abs(z.mean(axis=0)))
+
+
+def _moments_and_spread(lam: np.ndarray, N: int, P: int, rng: np.random.Generator, tick=None):
+    """``(empirical_moments(X, y), growth_rate_spread(X, y))`` of ``sample_sequences(P, N,
+    diag(lam), rng)`` (the same bytes), the sequences drawn and read chunk by chunk."""
+    z = np.empty((P, lam.size))
+    done = 0
+
+    def chunks():
+        nonlocal done
+        for Xk, yk in sequence_chunks(P, N, np.diag(lam), rng, 4096):
+            z[done:done + len(yk)] = _growth_terms(Xk, yk)
+            done += len(yk)
+            yield Xk, yk
+
+    mom = moments_of_chunks(chunks(), P, tick=tick)
+    return mom, _spread_of_terms(z)
 
 
 def first_crossings(t: np.ndarray, frac: np.ndarray, level: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
@@ -73,10 +97,7 @@ def train_drop_times(lam, N: int, P: int, heads: dict, *, lr: float, steps: int,
     lam = np.asarray(lam, float)
     D = lam.size
     rel, full = embed_heads(heads, D)
-    X, y = sample_sequences(P, N, np.diag(lam), rng)
-    spread = growth_rate_spread(X, y)
-    mom = empirical_moments(X, y, tick=tick)
-    del X, y
+    mom, spread = _moments_and_spread(lam, N, P, rng, tick=tick)
     H = rel["r"].shape[1]
     fs = finite_sample_separate(mom, full, lam, N, H=H, lr=lr, steps=steps, tick=tick)
     f_fs = learned_fractions(fs.M, lam, N)

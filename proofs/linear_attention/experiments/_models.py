@@ -29,9 +29,10 @@ import numpy as np
 from icltheory.backends import NumpyBackend
 
 from . import _population as pop
+from ._data import sequence_chunks
 
 __all__ = ["attn_merged_predict", "attn_separate_predict", "query_features", "label_block", "QuadraticMoments",
-           "population_moments", "empirical_moments", "MergedHeads", "SeparateHeads", "NUMPY"]
+           "population_moments", "empirical_moments", "sampled_moments", "moments_of_chunks", "MergedHeads", "SeparateHeads", "NUMPY"]
 
 NUMPY = NumpyBackend()
 
@@ -109,19 +110,37 @@ def population_moments(lam, N: int) -> QuadraticMoments:
 def empirical_moments(X: np.ndarray, y: np.ndarray, *, chunk: int = 4096, tick=None, xp=NUMPY) -> QuadraticMoments:
     """Moments of the whole model's features over the given sequences (chunked, O(P F²); the
     products run on the array backend ``xp``, the result is numpy)."""
-    P, D1, _ = X.shape
-    D = D1 - 1
-    F = D1 * D1 * D
-    C = xp.zeros((F, F))
-    g = xp.zeros((F,))
-    for k in range(0, P, chunk):
-        Z = xp.asarray(query_features(X[k:k + chunk]))
+    P = X.shape[0]
+    return moments_of_chunks(((X[k:k + chunk], y[k:k + chunk]) for k in range(0, P, chunk)), P,
+                              tick=tick, xp=xp)
+
+
+def sampled_moments(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator, *, chunk: int = 4096,
+                    tick=None, xp=NUMPY) -> QuadraticMoments:
+    """:func:`empirical_moments` of ``sample_sequences(P, N, Lam, rng)`` (the same bytes), the
+    sequences drawn chunk by chunk (:func:`._data.sequence_chunks`) and never held at once."""
+    return moments_of_chunks(sequence_chunks(P, N, Lam, rng, chunk), P, tick=tick, xp=xp)
+
+
+def moments_of_chunks(chunks, P: int, *, tick=None, xp=NUMPY) -> QuadraticMoments:
+    """:func:`empirical_moments` of ``P`` sequences given as consecutive chunks (X, y_q)."""
+    C = g = None
+    y_q = np.empty(P)
+    done = 0
+    for Xk, yk in chunks:
+        D1 = Xk.shape[1]
+        if C is None:
+            F = D1 * D1 * (D1 - 1)
+            C, g = xp.zeros((F, F)), xp.zeros((F,))
+        Z = xp.asarray(query_features(Xk))
         C += xp.swapaxes(Z, 0, 1) @ Z
-        g += xp.swapaxes(Z, 0, 1) @ xp.asarray(y[k:k + chunk])
+        g += xp.swapaxes(Z, 0, 1) @ xp.asarray(yk)
+        y_q[done:done + len(yk)] = yk
+        done += len(yk)
         if tick is not None:
-            tick(min(k + chunk, P) / P, "moments of the training set")
+            tick(done / P, "moments of the training set")
     return QuadraticMoments(C=np.array(xp.to_numpy(C)) / P, g=np.array(xp.to_numpy(g)) / P,
-                            s=float(np.mean(y * y)), A=D1, B=D1, D=D)
+                            s=float(np.mean(y_q * y_q)), A=D1, B=D1, D=D1 - 1)
 
 
 @dataclass(frozen=True)
