@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from icltheory.core import get_claim, run_check
+from icltheory.core import Measurement, get_claim, judge_claim, measure_claim, run_check
 from proofs.nonlinear_regression import rules, settings
 from proofs.nonlinear_regression.claims.lemma_table import (ALPHA_FAIL, ALPHA_HOLD,
                                                             _pair_differences, sign_test)
@@ -227,6 +227,24 @@ def test_lemma_rate_scales_as_L_squared_in_the_papers_model():
     a = [p["ratio"] for p in r1.measured["judged_points"]]
     b = [p["ratio"] for p in r2.measured["judged_points"]]
     np.testing.assert_allclose(np.asarray(b) / np.asarray(a), 4.0, rtol=1e-9)
+
+
+def test_table_no_trend_prediction_is_refuted_by_a_significant_trend_either_way():
+    """"No trend" (a prediction of 0) fails where the seeds agree on a direction, whichever it
+    is (two-sided sign test), and is undecided where they do not; it is never confirmed."""
+    c = get_claim("nonlinear.summary-table")
+    s = c.setting({"profile": "quick", "architecture": "paper"})
+    m = measure_claim(c, s)
+    v = judge_claim(c, s, m, predict={"attention_trend": "0"})
+    assert v.verdict == "fails", v.summary()
+    rows = [ch for ch in v.checks if "final attention" in ch.name]
+    assert rows and all(ch.passed in (False, None) for ch in rows) and any(ch.passed is False for ch in rows)
+    flipped = dict(m.values, final_attention=(-np.asarray(m["final_attention"])).tolist())
+    w = judge_claim(c, s, Measurement(flipped), predict={"attention_trend": "0"})
+    assert w.verdict == "fails", w.summary()  # a significant decrease refutes "no trend" too
+    d = np.array([1.0, -1.0] * 8)  # balanced signs: no significant trend, undecided
+    r = sign_test(d, 1.0)
+    assert min(r["p_with"], r["p_against"]) > ALPHA_FAIL / 2
 
 
 @pytest.mark.slow

@@ -53,6 +53,9 @@ STATED = {
     "attn_min": 0.95,             # C-FINAL-ATTENTION (mean over prompts)
     "loss_ratio_max": 3e-3,
     "lemma_band": 3.0,            # "∼": the lemma's time ratios up to a factor 3
+    # the lemma's "≈" for the rate itself: the summary gives no number; read, as loosely as
+    # its "∼" for times, as within a factor 3 either way (the default fails by a factor 20–30)
+    "lemma_rate_band": 3.0,
     "final_delta": 0.05,          # α ≥ 1 − δ with probability ≥ 1 − δ (blog; δ as in §8's 0.95)
 }
 
