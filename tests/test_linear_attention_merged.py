@@ -226,3 +226,20 @@ def test_trajectory_claim_at_other_settings():
                 "steps": 1500}):
         v = run_check(c, c.setting({**kw, "profile": "quick"}))
         assert v.verdict == "holds", v.summary()
+
+
+def test_trajectory_holds_where_the_training_set_is_fitted_exactly():
+    """Fewer sequences than the network's D² features: the loss falls to ≈ 1e-21, where only its
+    residual's rounding is left, and a gap relative to that loss alone grew past 1e-10 (a false
+    fails a review found) although the weights agree to 1e-15; relative to the labels' scale
+    there it holds, and a step 1e-9 off still fails at that setting."""
+    from icltheory.testing import planted
+
+    c = get_claim("linattn.merged.trajectory")
+    s = c.setting({"profile": "quick", "D": 5, "lambdas": "1,1,1,1,1", "pairs": 10, "steps": 5000})
+    v = run_check(c, s)
+    assert v.verdict == "holds", v.summary()
+    assert v.measured["loss_final"] < 1e-15 and v.measured["weight_gap"] < 1e-12
+    nudged = next(e for e in c.planted_errors if "1e-9" in e.what)
+    with planted(nudged):
+        assert run_check(c, s).verdict == "fails"

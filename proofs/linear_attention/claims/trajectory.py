@@ -59,6 +59,36 @@ def _transposed_features(orig):
 _TRAJECTORY_STEP = 3.6e5
 
 
+def _beta_divisor(N: int) -> float:
+    """The d of β = Σ_n y_n x_n / d, read off the theory's in-context statistic at this N: the
+    statistic of N unit pairs, exactly, is N / d."""
+    import sympy as sp
+    from importlib import import_module
+
+    stat = import_module(f"{THEORY}._equivalence").context_statistic(sp.ones(1, N), sp.ones(N, 1), N)[0]
+    return float(sp.Integer(N) / sp.nsimplify(stat))
+
+
+def _lr_nudged(orig):
+    """Planted measurement error: the network trained at a step 1e-9 larger than the attention's."""
+    def train(Z, y, w2, W1, *, lr, **kw):
+        return orig(Z, y, w2, W1, lr=lr * (1.0 + 1e-9), **kw)
+    return train
+
+
+def _one_copy_unflipped(orig):
+    """Planted measurement error: the last sequence's copy keeps its labels (one pair of the
+    training set not closed under w → −w)."""
+    def pair(X, y):
+        Xp, yp = orig(X, y)
+        D = Xp.shape[1] - 1
+        Xp, yp = Xp.copy(), yp.copy()
+        Xp[-1, D, :] = -Xp[-1, D, :]
+        yp[-1] = -yp[-1]
+        return Xp, yp
+    return pair
+
+
 class MergedTrajectory(Claim):
     id = "linattn.merged.trajectory"
     title = ("Fig. 1: ATTN_M trained by GD and its two-layer network trained by GD from corresponding weights have "
@@ -97,10 +127,15 @@ class MergedTrajectory(Claim):
                      f"{EXPERIMENTS}._trajectory:network_features", _transposed_features),
         PlantedError("measurement", "the training set's second half repeats the first (labels not negated)",
                      f"{EXPERIMENTS}._trajectory:sign_paired", _unpaired),
+        # errors of the size the 1e-10 tolerances resolve, not only gross ones
+        PlantedError("measurement", "the network trained at a step 1e-9 larger than the attention's",
+                     f"{EXPERIMENTS}._trajectory:train_network", _lr_nudged),
+        PlantedError("measurement", "one sequence's label-negated copy keeps its labels",
+                     f"{EXPERIMENTS}._trajectory:sign_paired", _one_copy_unflipped),
     )
 
     def constants(self, s) -> dict:
-        return {"loss_gap": 0.0, "weight_gap": 0.0, "irrelevant_drift": 0.0, "beta_divisor": s.N,
+        return {"loss_gap": 0.0, "weight_gap": 0.0, "irrelevant_drift": 0.0, "beta_divisor": _beta_divisor(s.N),
                 "hidden_units": s.H, "feature_dim": s.D * s.D}
 
     def derive(self, s):
@@ -142,7 +177,8 @@ class MergedTrajectory(Claim):
         z_raw = (raw[:, :, None] * X[:, None, :D, s.N]).reshape(len(X), D * D)
         net_raw = z_raw @ W1.T @ w2
         att0 = ex.models.attn_merged_predict(X, WV, WKQ)
-        return {"A": A, "B": B, "divisor": float(net_raw @ att0 / (att0 @ att0)), "divisor_fit": max_rel_error(
+        return {"A": A, "B": B, "label_mean_square": float(np.mean(y * y)),
+                "divisor": float(net_raw @ att0 / (att0 @ att0)), "divisor_fit": max_rel_error(
                     net_raw, att0 * float(net_raw @ att0 / (att0 @ att0))),
                 "hidden_units": int(W1.shape[0]), "feature_dim": int(W1.shape[1]),
                 "ratio_paired": ex.trajectory.irrelevant_gradient_ratio(X, y, WV, WKQ),
@@ -155,7 +191,12 @@ class MergedTrajectory(Claim):
         if La.shape != Lb.shape or not (np.all(np.isfinite(La)) and np.all(np.isfinite(Lb))):
             ctx.inconclusive("the two trainings did not both run every step with finite losses")
             return
-        gaps = np.abs(La - Lb) / np.maximum(np.abs(La), 1e-300)
+        # each step's gap relative to ATTN_M's loss there, or, once the loss has fallen below the
+        # labels' mean square, to √(L · mean y²): what a difference of the predictions at 1e-10 of
+        # the labels' scale moves the loss by (a loss near 0 keeps only its residual's rounding,
+        # which is relative to the predictions, not to the loss)
+        floor = np.sqrt(np.abs(La) * float(m["label_mean_square"]))
+        gaps = np.abs(La - Lb) / np.maximum(np.maximum(np.abs(La), floor), 1e-300)
         gap = float(np.max(gaps))
         # the zeroed blocks have zero gradient only in exact arithmetic: where GD at this η is
         # unstable along them, their rounding (~1e-16) grows geometrically and the runs part
@@ -183,7 +224,9 @@ class MergedTrajectory(Claim):
                     "the identity is one of exact arithmetic — lower lr to compare the whole run")
                 return
         ctx.close("training loss: ATTN_M = its two-layer network at every step", key="loss_gap", measured=gap,
-                  atol=_EXACT, why=_EXACT_WHY + f"; {La.size} steps compared, each relative to ATTN_M's loss there")
+                  atol=_EXACT, why=_EXACT_WHY + f"; {La.size} steps compared, each relative to ATTN_M's loss there "
+                                   "or, where that loss is below the labels' mean square, to √(loss × mean y²) "
+                                   "(a prediction difference of 1e-10 of the labels' scale)")
         wB = np.concatenate([B["w2"][:, :, None], B["W1"]], axis=2)
         wgap = float(np.max(np.max(np.abs(wA - wB), axis=(1, 2)) / scale)) if np.array_equal(A["k"], B["k"]) else np.inf
         ctx.close("weights: ATTN_M's (v_i, U_i) = the network's (w₂, W₁) at every compared step", key="weight_gap",
