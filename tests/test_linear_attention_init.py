@@ -280,3 +280,37 @@ def test_attn_m_counts_plateaus_at_its_fixed_points_only():
     c = get_claim("linattn.init-scale")
     w = _memo.run(c, c.setting({"profile": "quick", "D": 2, "lambdas": "1.0,0.1"}), predict={"attn_m_drops": "2"})
     assert w.verdict == "fails"
+
+
+@pytest.mark.parametrize("spec", [{"lambdas": "1.2,0.9,0.6,0.3"}, {"D": 1, "lambdas": "3"},
+                                  {"D": 2, "N": 5, "lambdas": "1.8594,1"}])
+def test_lazy_rate_allows_for_gradient_descents_own_bias(spec):
+    """GD at step η reads a mode of flow rate ρ as −2 ln(1 − ηρ/2)/η ≈ ρ(1 + ηρ/4): at Fig. 3's
+    spectrum scaled ×3 (and at D = 1 or 2) that bias (0.84 % at the default step) exceeded the
+    allowance η·r once written in the wrong units, a false fails a review found.  The allowance
+    is now twice the bias itself; the rates hold, and a prediction 5 % off still fails."""
+    from proofs.linear_attention.claims.init import _gd_rate_allowance
+
+    c = get_claim("linattn.init-scale")
+    s = c.setting({"profile": "quick", **spec})
+    m = measure_claim(c, s)
+    v = judge_claim(c, s, m)
+    assert v.verdict == "holds", v.summary()
+    k = c.constants(s)
+    w = judge_claim(c, s, m, predict={"lazy_rate": repr(1.05 * k["lazy_rate"])})
+    assert w.verdict == "fails", w.summary()
+    lr, r = 0.01, 2.0  # the allowance is twice GD's exact bias, and grows with the step
+    assert _gd_rate_allowance(lr, r) == pytest.approx(2 * (-2 * math.log(1 - lr * r / 2) / lr - r), rel=1e-12)
+    assert _gd_rate_allowance(2 * lr, r) > 2 * _gd_rate_allowance(lr, r) * 0.99
+
+
+def test_a_nonpositive_predicted_decay_rate_fails():
+    """A predicted rate ≤ 0 says the gap does not decay: it fails against the measured decay
+    (it was an internal error: a negative tolerance)."""
+    c, s, m, _ = _memo.default_run("linattn.init-scale")
+    k = c.constants(s)
+    rates = list(k["lazy_rates"])
+    rates[-1] = -9 * rates[-1]
+    v = judge_claim(c, s, m, predict={"lazy_rates": ",".join(repr(x) for x in rates)})
+    assert v.verdict == "fails" and v.internal_error is None, v.summary()
+    assert judge_claim(c, s, m, predict={"lazy_rate": "-0.5"}).verdict == "fails"

@@ -32,6 +32,17 @@ __all__ = ["InitScaleWithLazy"]
 _MIX_PULL = 0.01
 
 
+def _gd_rate_allowance(lr: float, r: float) -> float:
+    """What gradient descent at step ``lr`` (τ) adds to a fitted decay rate ``r`` (per τ), doubled:
+    GD contracts a mode whose loss decays at ρ under the flow by (1 − lrρ/2)² per step, which
+    reads as the rate −2 ln(1 − lrρ/2)/lr = ρ(1 + lrρ/4 + …) (absolute, per τ; evaluated at the
+    measured rate, hence the factor 2)."""
+    x = 0.5 * lr * r
+    if not 0.0 <= x < 1.0:
+        return float("inf")
+    return 2.0 * (-2.0 * np.log1p(-x) / lr - r) if lr > 0 else 0.0
+
+
 def _keys_queries_like_random_init(orig):
     """The aligned init with keys and queries scaled like the random init (÷√(D+1)): unbalanced."""
     def init(D, scales, eps, rng):
@@ -157,6 +168,15 @@ class InitScaleWithLazy(InitScale):
             return
         rates, tols, judged, shares = [], [], [], []
         pr = [float(x) for x in pred["lazy_rates"]]
+        nonpositive = tuple(k for k, v in (("lazy_rate", [float(pred["lazy_rate"])]), ("lazy_rates", pr))
+                            if not min(v) > 0)
+        if nonpositive:  # a rate ≤ 0 predicts no decay: judged against the fitted rate of the first such row
+            r0 = regimes.fit_decay_rate(lz["t"], lz["gap"][rows[0]], lo_w, hi_w)[0]
+            ctx.condition("large init: the predicted decay rates are positive", False if r0 > 0 else None,
+                          judges=nonpositive, predicted=[float(pred["lazy_rate"])] + pr, measured=float(r0),
+                          why=f"L − L* is measured to fall at v0 = {scales[rows[0]]:.4g} (the slope of ln(L − L*) over "
+                              f"its {lo_w:g}–{hi_w:g} window); a rate ≤ 0 predicts no decay")
+            return
         slowest = np.flatnonzero(np.asarray(pr) <= min(pr) * (1 + 1e-9))  # (tied eigenvalues: all of them)
         slow = ",".join(str(int(d)) for d in slowest)
         mix = max(pr) / min(pr) - 1.0  # a share 1 − s of faster modes moves the slope by ≤ (1 − s)·mix·ρ
@@ -174,7 +194,7 @@ class InitScaleWithLazy(InitScale):
                 continue
             judged.append(i)
             rates.append(r)
-            tols.append(s.lr_lazy * r + 2 * spread + 10 * float(lz["off_diagonal"][i])
+            tols.append(_gd_rate_allowance(s.lr_lazy, r) + 2 * spread + 10 * float(lz["off_diagonal"][i])
                         + (1.0 - share) * mix * float(pred["lazy_rate"]))
         ctx.measure("lazy_slowest_direction_share", [round(x, 6) for x in shares])
         need = 1.0 - _MIX_PULL / mix if mix > 0 else 0.0
@@ -194,7 +214,7 @@ class InitScaleWithLazy(InitScale):
                       predicted=[float(pred["lazy_rate"])] * len(judged), measured=rates, rtol=rt,
                       why=f"least-squares slope of ln(L − L*) where it is {lo_w:g}–{hi_w:g} of its initial value, at "
                           f"the scales where the others' share 1 − s of it there (measured) can move the slope by ≤ "
-                          f"(1 − s)(max ρ_d/min ρ_d − 1)·ρ ≤ {_MIX_PULL:g}·ρ (added); GD contracts a mode of rate ρ by (1 − ηρ/2)² per step, a relative bias ≤ ηρ; the "
+                          f"(1 − s)(max ρ_d/min ρ_d − 1)·ρ ≤ {_MIX_PULL:g}·ρ (added); GD contracts a mode of rate ρ by (1 − ηρ/2)² per step, which reads as the rate −2 ln(1 − ηρ/2)/η = ρ(1 + ηρ/4 + …): twice that bias (added); the "
                           "fit's curvature (first half vs second half of the window, ×2); 10× the off-ansatz weights "
                           f"left by the ε = {s.lazy_eps:g} noise — largest over the rows: {rt:.3g} relative")
         per_dir, tol_d = [], []
@@ -203,7 +223,8 @@ class InitScaleWithLazy(InitScale):
         for d in range(s.D):
             r, spread, n = regimes.fit_decay_rate(lz["t"], ell[:, d], lo_w, hi_w)
             per_dir.append(r)
-            tol_d.append((s.lr_lazy * r + 2 * spread + 10 * float(lz["off_diagonal"][top])) / max(r, 1e-300))
+            tol_d.append((_gd_rate_allowance(s.lr_lazy, r) + 2 * spread + 10 * float(lz["off_diagonal"][top]))
+                         / max(r, 1e-300))
         if not np.all(np.isfinite(per_dir)):
             ctx.inconclusive("large init: a direction's loss share did not decay through the fitting window")
             return
