@@ -91,7 +91,9 @@ training took off the shallower model's loss: with its extra steps at 0 it compu
 shallower model's function, so its training found a little less than its depth can represent
 (an optimisation shortfall, not an effect of depth). A larger shortfall is a failed training and
 stays a refutation. Nor is a reversal a refutation when either model overfit before its first
-validation look (its early-stopping minimum is not resolved).
+validation look (its early-stopping minimum is not resolved), or when either was still improving
+at its last look by at least the reversal's size over the second half of its looks (more
+training could close it).
 """
     predictions = {
         "min_depth_nll_gain": Prediction("lower bound on the test-NLL gain of each extra block "
@@ -180,13 +182,19 @@ validation look (its early-stopping minimum is not resolved).
                         "function it computes with its extra step at 0: an optimisation shortfall (within "
                         f"{SHORTFALL_SHARE:.0%} of the {progress:.3g} training took off the {k}-block "
                         "model's loss), so this is no evidence against depth")
-                elif refuted and short > 0:
-                    detail = (f"the {k1}-block model's training loss is {short:.3g} above the {k}-block model's, "
-                              f"more than {SHORTFALL_SHARE:.0%} of the {progress:.3g} training took off the "
-                              f"{k}-block model's loss: its training failed, or the comparison is broken")
                 elif refuted:
-                    refuted, why = _refutable(True, curves)
+                    # a reversal between models still improving at their last look is no evidence
+                    # when one of them was still gaining as much over the second half of its looks
+                    # (more training could close it): the reversal's size, in NLL (for accuracy its
+                    # size in accuracy, set against the same NLL gain: a model whose validation NLL
+                    # still falls by that much is not done)
+                    by = pred - bd.upper
+                    refuted, why = _refutable(True, curves, by=by)
                     detail = why or detail
+                    if refuted and short > 0:
+                        detail = (f"the {k1}-block model's training loss is {short:.3g} above the {k}-block model's, "
+                                  f"more than {SHORTFALL_SHARE:.0%} of the {progress:.3g} training took off the "
+                                  f"{k}-block model's loss: its training failed, or the comparison is broken")
                 better = "below" if what == "NLL" else "above"
                 ctx.condition(
                     f"{what} with {k1} blocks {better} {k} blocks (gain > {pred:g})",
