@@ -439,8 +439,8 @@ def test_components_read_their_own_entries():
 def _planted_mask(entry: str, value: bool):
     true_mask = _symmetry.structural_zero_mask
 
-    def planted(d, dp, K):
-        mask = true_mask(d, dp, K).copy()
+    def planted(d, dp, K, N=None, kernel=None):
+        mask = true_mask(d, dp, K, N, kernel).copy()
         mask[_symmetry.raw_names(d, dp, K).index(entry)] = value
         return mask
 
@@ -875,3 +875,19 @@ def test_depth_reversal_between_barely_trained_models_is_no_refutation():
     v = _check("catgd.depth", profile="quick", steps=10, K=2, K_deep=3)
     assert v.verdict == "inconclusive", v.summary()
     assert "still improving at its last look" in v.summary()
+
+
+def test_one_context_token_zeroes_the_softmax_heads_query_and_key_gradients():
+    """With N = 1 the softmax head's weight is 1 whatever Q and K, so their gradient entries are
+    exact zeros in every block: the theory's mask says so (a review found the zero count 226
+    against a mask of 78, a false fails), and the count matches; the other kernels keep Q and K
+    live."""
+    for K, expect in ((1, "holds"), (2, None)):
+        v = _check("catgd.stationarity", profile="quick", N=1, K=K)
+        assert v.verdict != "fails", v.summary()
+        assert expect is None or v.verdict == expect, v.summary()
+        row = next(c for c in v.checks if c.name.startswith("number of exactly-zero gradient entries"))
+        assert row.passed and row.predicted == row.measured
+    m1 = P.structural_zero_mask(4, 3, 2, 1, "softmax")
+    assert m1.sum() > P.structural_zero_mask(4, 3, 2).sum()
+    assert (P.structural_zero_mask(4, 3, 2, 1, "exp") == P.structural_zero_mask(4, 3, 2)).all()

@@ -195,8 +195,8 @@ when the sample is too skewed or heavy-tailed for its size).
 
 
 def _wrong_mask(orig):
-    def mask(d, dp, K):
-        m = orig(d, dp, K).copy()
+    def mask(d, dp, K, N=None, kernel=None):
+        m = orig(d, dp, K, N, kernel).copy()
         m[d * (d + 3 * dp) + d] = True  # K1[0,u0]: block 1's key reading the context labels
         return m
     return mask
@@ -237,7 +237,7 @@ class Stationarity(Claim):
     )
 
     def constants(self, s):
-        mask = theory.paper().structural_zero_mask(s.d, s.dprime, s.K)
+        mask = theory.paper().structural_zero_mask(s.d, s.dprime, s.K, s.N, s.kernel)
         return {"off_structure_gradient": 0.0, "stationary_gradient": 0.0,
                 "structural_zeros": int(mask.sum())}
 
@@ -300,7 +300,7 @@ class Stationarity(Claim):
         p = theory.paper()
         n = s.prompts
         gform = s.gamma if s.step is None else "fixed"
-        mask = p.structural_zero_mask(s.d, s.dprime, s.K)
+        mask = p.structural_zero_mask(s.d, s.dprime, s.K, s.N, s.kernel)
         names = p.raw_names(s.d, s.dprime, s.K)
         comps = p.components(s.d, s.dprime, s.K, gform)
         A = np.zeros((mask.size, len(comps)))
@@ -379,7 +379,7 @@ class Stationarity(Claim):
         ``star_kinds``); returns the z values of every component at θ0 and θ*."""
         p = theory.paper()
         gform = s.gamma if s.step is None else "fixed"
-        mask = p.structural_zero_mask(s.d, s.dprime, s.K)
+        mask = p.structural_zero_mask(s.d, s.dprime, s.K, s.N, s.kernel)
         comps = p.components(s.d, s.dprime, s.K, gform)
         A = np.zeros((mask.size, len(comps)))
         for j, c in enumerate(comps):

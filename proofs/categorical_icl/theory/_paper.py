@@ -157,9 +157,9 @@ class Paper:
         return worst
 
     @staticmethod
-    def structural_zero_mask(d: int, dp: int, K: int) -> np.ndarray:
+    def structural_zero_mask(d: int, dp: int, K: int, N: int | None = None, kernel: str | None = None) -> np.ndarray:
         """The layout's structural zeros of the flat gradient (:func:`._symmetry.structural_zero_mask`)."""
-        return _symmetry.structural_zero_mask(d, dp, K)
+        return _symmetry.structural_zero_mask(d, dp, K, N, kernel)
 
     @staticmethod
     def components(d: int, dp: int, K: int, gamma: str) -> list:

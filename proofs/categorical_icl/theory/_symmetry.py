@@ -172,20 +172,26 @@ def _slices(d: int, dp: int) -> dict:
             "f": slice(d + 2 * dp, d + 3 * dp)}
 
 
-def structural_zero_mask(d: int, dp: int, K: int) -> np.ndarray:
+def structural_zero_mask(d: int, dp: int, K: int, N: int | None = None, kernel: str | None = None) -> np.ndarray:
     r"""Flat boolean mask of the gradient entries that vanish at every parameter value, from the
     token layout and the architecture alone.  Every free parameter multiplies one token slot, so an
-    entry is 0 when that slot is 0 at every token carrying upstream gradient:
+    entry is 0 when that slot is 0 at every token carrying upstream gradient (and (d) below):
     (a) nothing writes the ``u`` slot, so the query's ``u`` is 0 in every block;
     (b) the embedding has ``v`` = :math:`\bar w_e` = 0 and ``f`` = 0: in block 1 the ``v`` and ``f``
     columns of ``Q``, ``K``, ``V_f`` are structurally zero;
     (c) in block :math:`K` only the query carries upstream gradient (the loss reads its ``f``;
-    the ``v`` written afterwards is never read), so ``Q`` reading ``u`` is zero there."""
+    the ``v`` written afterwards is never read), so ``Q`` reading ``u`` is zero there;
+    (d) with one context token (``N`` = 1) and the softmax kernel, whose weights are normalised
+    over the context, the update head's weight is 1 whatever ``Q`` and ``K``: every entry of ``Q``
+    and ``K`` is zero, in every block."""
     D = d + 3 * dp
     sl = _slices(d, dp)
+    single = N == 1 and kernel == "softmax"
     out = []
     for k in range(1, K + 1):
         mQ, mK, mV = np.zeros((d, D), bool), np.zeros((d, D), bool), np.zeros((dp, D), bool)
+        if single:
+            mQ[:], mK[:] = True, True
         if k == 1:
             for m in (mQ, mK, mV):
                 m[:, sl["v"]] = True
