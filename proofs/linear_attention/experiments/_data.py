@@ -43,16 +43,9 @@ def sample_sequences_and_tasks(P: int, N: int, Lam: np.ndarray, rng: np.random.G
     """:func:`sample_sequences` (the same draws from the same generator) and each sequence's
     task vector w (P, D)."""
     D = Lam.shape[0]
-    root = _sqrtm(Lam)
     w = rng.standard_normal((P, D))
-    # one (P(N+1), D) × (D, D) product rather than P stacked ones (≈ 2× faster)
-    x = (rng.standard_normal((P, N + 1, D)).reshape(-1, D) @ root.T).reshape(P, N + 1, D)
-    y = np.einsum("pnd,pd->pn", x, w)
-    X = np.empty((P, D + 1, N + 1))
-    X[:, :D, :] = np.transpose(x, (0, 2, 1))
-    X[:, D, :N] = y[:, :N]
-    X[:, D, N] = 0.0
-    return X, y[:, N], w
+    X, y_q = _tokens(rng, _sqrtm(Lam), w, N, np.empty((P, D + 1, N + 1)))
+    return X, y_q, w
 
 
 def sequence_chunks(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator, chunk: int):
@@ -68,13 +61,20 @@ def sequence_chunks(P: int, N: int, Lam: np.ndarray, rng: np.random.Generator, c
     X = np.empty((min(chunk, P), D + 1, N + 1))
     for k in range(0, P, chunk):
         m = min(chunk, P - k)
-        x = (rng.standard_normal((m, N + 1, D)).reshape(-1, D) @ root.T).reshape(m, N + 1, D)
-        y = np.einsum("pnd,pd->pn", x, w[k:k + m])
-        Xk = X[:m]
-        Xk[:, :D, :] = np.transpose(x, (0, 2, 1))
-        Xk[:, D, :N] = y[:, :N]
-        Xk[:, D, N] = 0.0
-        yield Xk, y[:, N]
+        yield _tokens(rng, root, w[k:k + m], N, X[:m])
+
+
+def _tokens(rng: np.random.Generator, root: np.ndarray, w: np.ndarray, N: int, out: np.ndarray):
+    """Draw the inputs of ``len(w)`` sequences with tasks ``w`` (x = Λ^{1/2} z) and write their
+    tokens into ``out`` (len(w), D+1, N+1); returns (``out``, y_q)."""
+    m, D = w.shape
+    # one (m(N+1), D) × (D, D) product rather than m stacked ones (≈ 2× faster)
+    x = (rng.standard_normal((m, N + 1, D)).reshape(-1, D) @ root.T).reshape(m, N + 1, D)
+    y = np.einsum("pnd,pd->pn", x, w)
+    out[:, :D, :] = np.transpose(x, (0, 2, 1))
+    out[:, D, :N] = y[:, :N]
+    out[:, D, N] = 0.0
+    return out, y[:, N]
 
 
 def beta_and_query(X: np.ndarray, divisor: float) -> tuple[np.ndarray, np.ndarray]:

@@ -139,6 +139,8 @@ def moments_of_chunks(chunks, P: int, *, tick=None, xp=NUMPY) -> QuadraticMoment
         done += len(yk)
         if tick is not None:
             tick(done / P, "moments of the training set")
+    if C is None or done != P:
+        raise ValueError(f"moments_of_chunks: the chunks held {done} sequences, not P = {P}")
     return QuadraticMoments(C=np.array(xp.to_numpy(C)) / P, g=np.array(xp.to_numpy(g)) / P,
                             s=float(np.mean(y_q * y_q)), A=D1, B=D1, D=D1 - 1)
 
