@@ -693,7 +693,7 @@ _CURVES = {  # validation NLL per look: (step, train loss, val loss), with look-
 }
 
 
-def _threshold_verdict(sizes, gaps, states, gd_nll=None, n=4000):
+def _threshold_verdict(sizes, gaps, states, gd_nll=None, n=4000, setting=None):
     """The claim's judge on a synthetic measurement: per L the GD model's per-prompt NLL (mean
     ``gd_nll[L]``, default 1.6), the Transformer's = GD's + ``gaps[L]`` + noise, and each model's
     training curve shape (``states["GD L=…"]``, default "plateau")."""
@@ -701,7 +701,7 @@ def _threshold_verdict(sizes, gaps, states, gd_nll=None, n=4000):
     from icltheory.core._claim import Measurement
 
     c = get_claim("catgd.data-thresholds")
-    s = c.setting({"profile": "quick", "train_sizes": ",".join(str(L) for L in sizes)})
+    s = c.setting({"profile": "quick", "train_sizes": ",".join(str(L) for L in sizes), **(setting or {})})
     rng = np.random.default_rng(0)
     values = {"bayes_accuracy": 0.7, "min_delta": 0.0075}
     prompt = 0.5 * rng.standard_normal(n)  # the test prompts' own difficulty, shared by every model
@@ -742,6 +742,51 @@ def test_threshold_judge_confirms_refutes_and_abstains_by_training_state():
     assert v.verdict == "inconclusive" and any("GD L=4096 is still improving" in c.detail for c in v.checks)
     assert _threshold_verdict(sizes, good, {"TF L=4096": "improving"}).verdict == "inconclusive"
     assert _threshold_verdict(sizes, good, {}, gd_nll={4096: 1.8}).verdict == "fails"
+
+
+def test_threshold_tolerance_window_is_the_papers_own_table_read_both_ways():
+    """The K = 2 table (GD NLL interpolated in ln L between 0.971 at 2048 and 0.934 at 32768):
+    the Transformer's gaps it calls matches (24576, 32768) and the one it calls not yet (20480)."""
+    import math
+
+    from proofs.categorical_icl.claims.thresholds import match_window
+    from proofs.categorical_icl.theory import _paper
+
+    def gd(L):
+        return 0.971 + (0.934 - 0.971) * math.log(L / 2048) / math.log(16)
+
+    lo, hi = match_window(_paper)
+    assert lo == pytest.approx(max(0.972 / gd(24576), 0.968 / 0.934) - 1, rel=1e-12)
+    assert hi == pytest.approx(min(1.001 / gd(20480), 1.021 / gd(16384)) - 1, rel=1e-12)
+    assert 0.036 < lo < 0.037 and 0.064 < hi < 0.065
+    from proofs.categorical_icl.claims.thresholds import sweep_bracket
+
+    assert [sweep_bracket(_paper, T) for T in (10000, 25000, 1000, 50000)] == [
+        (4096, 12288), (20480, 32768), (1000, 4096), (24576, 50000)]
+
+
+def test_threshold_judge_abstains_inside_the_window_between_sweep_points_and_off_scale():
+    """A gap the paper's table reads both ways is undecided; an L between the paper's sweep points
+    around T (9900 for T = 10000: the sweep's 8192 is nearest, so 4096 and 12288 bracket it) is not
+    judged even where the Transformer already matches; at another C the thresholds are not the
+    paper's statement."""
+    sizes = (512, 4096, 16384)
+    good = {512: 1.0, 4096: 0.2, 16384: 0.0}
+    inside = {**good, 4096: 0.05 * 1.6}
+    v = _threshold_verdict(sizes, inside, {})
+    assert v.verdict == "inconclusive" and any("tolerance window" in c.detail for c in v.checks)
+    assert _threshold_verdict(sizes, {**good, 4096: 0.03 * 1.6}, {}).verdict == "fails"  # a match below T
+    sizes2 = (512, 4096, 9900, 16384)
+    v = _threshold_verdict(sizes2, {**good, 9900: 0.0}, {})
+    assert v.verdict == "holds" and not any("L=9900" in c.name for c in v.checks)
+    assert _threshold_verdict(sizes2, {**good, 9900: 0.0, 4096: 0.0}, {}).verdict == "fails"
+    v = _threshold_verdict(sizes, good, {}, setting={"C": 2})
+    assert v.verdict == "inconclusive" and not v.failed_checks() and "C=2" in " ".join(v.reasons)
+
+
+def test_threshold_kernels_are_the_papers(capsys):
+    rc = cli(["--quiet", "check", "catgd.data-thresholds", "--set", "kernel=linear", "--dry-run"])
+    assert rc == 2 and "kernel" in capsys.readouterr().err
 
 
 def test_trainer_stops_where_the_plateau_rule_says():

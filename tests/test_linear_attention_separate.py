@@ -250,6 +250,63 @@ def test_fixed_points_and_controls():
         assert _run("linattn.separate.fixed-points", predict={key: value}).verdict == "fails", key
 
 
+def test_saddles_of_a_spectrum_spanning_many_decades_are_saddles():
+    """The small head that must lower the loss at a saddle lowers it by ≈ 2.5e-4 λ_j/c_j: below
+    float64 resolution of L itself when λ_j/tr Λ is 1e-7 — the change is read directly."""
+    for lambdas in ("10,1e-6", "1e6,1e-6"):
+        v = _run("linattn.separate.fixed-points", {"D": 2, "lambdas": lambdas})
+        assert v.verdict == "holds", (lambdas, v.failed_checks())
+        assert v.measured["minimum_count"] == 1
+    # a control that can fail: the perturbation test still finds two minima where the claim says one
+    assert _run("linattn.separate.fixed-points", {"D": 2, "lambdas": "10,1e-6"},
+                {"minimum_count": "2"}).verdict == "fails"
+
+
+def test_visit_levels_are_judged_against_the_loss_the_plateau_spans():
+    """judge_visits' level check (a population run): Eq. 19's level must lie in [L(end) − tol,
+    L(start) + tol]; a plateau sitting off it fails, one passing through it holds; M_0 (the
+    init) is the premise's; without a tolerance (finite-sample runs) a stretch far from every
+    saddle is only noted."""
+    from icltheory.core._verdict import CheckContext, Verdict
+    from proofs.linear_attention.claims._common import judge_visits
+
+    lam = [0.4, 0.3]
+    levels = [0.7, 0.5, 0.35]
+    drops = np.array([0.2, 0.15])
+
+    def verdict(visits, tol):
+        ctx = CheckContext(predicted={"plateau_losses": levels, "drop_order": [0, 1]}, profile="quick", seed=0)
+        judge_visits(ctx, "run", visits, levels, [0, 1], lam, drops, level_tol=tol, level_why="test")
+        return Verdict.decide(ctx.checks, ctx.inconclusive_reasons)[0], ctx
+
+    def visit(learned, start_level, end_level, level, saddle):
+        return analysis.Visit(1.0, 2.0, 1.5, level, tuple(learned), saddle, abs(level - saddle),
+                              (start_level, end_level))
+
+    through = [visit([], 0.7, 0.69, 0.7, 0.7), visit([0], 0.5001, 0.4998, 0.49995, 0.5),
+               visit([0, 1], 0.3501, 0.35, 0.35, 0.35)]
+    assert verdict(through, 1e-3)[0] == "holds"
+    off = [through[0], visit([0], 0.531, 0.529, 0.53, 0.5), through[2]]
+    assert verdict(off, 1e-3)[0] == "fails"
+    assert verdict(off, 0.05)[0] == "holds"  # within the stated tolerance
+    init_off = [visit([], 0.69, 0.68, 0.69, 0.7)] + through[1:]
+    assert verdict(init_off, 1e-3)[0] == "holds"  # M_0: the init itself, not judged here
+    far = [through[0], visit([0], 0.62, 0.61, 0.615, 0.5), through[2]]
+    assert verdict(far, 1e-3)[0] == "fails"
+    v, ctx = verdict(far, None)
+    assert v == "holds" and any("not at a fixed point" in n for n in ctx.notes)
+
+
+@pytest.mark.parametrize("key,value", [("drop_order", "0,1,2,7"), ("drop_order", "0,1,2,-1"),
+                                       ("drop_order", "0.4,1,2,3"), ("drop_order", "0,0,1,2"),
+                                       ("minimum_count", "1.4"), ("fixed_point_count", "16.4")])
+def test_fixed_points_refuse_a_malformed_prediction(key, value, capsys):
+    rc = cli_main(["--quiet", "check", "linattn.separate.fixed-points", "--profile", "quick",
+                   "--predict", f"{key}={value}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and key in err[0]
+
+
 @pytest.mark.slow
 def test_scalar_ode_and_controls():
     assert _run("linattn.separate.scalar-ode").verdict == "holds"

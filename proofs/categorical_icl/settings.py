@@ -208,11 +208,12 @@ class ThresholdSetting(Setting):
                         doc="context length (the paper's code uses 125)")
     K: int = Int(1, min=1, max=2, doc="blocks of both models (the paper's thresholds: 10000 prompts "
                  "for 1 block, 25000 for 2)")
-    kernel: str = _kernel("softmax", sample=False)
+    kernel: str = Choice("softmax", ("rbf", "softmax"), sample=False, doc="head-1 kernel of the GD model (the paper "
+                         "states its thresholds for the RBF and softmax kernels)")
     x_dist: str = _xdist("cube", sample=False)
     train_sizes: tuple | None = Floats(None, positive=True, max=100_000, max_len=8,
                                        doc="training-set sizes L (default by profile and K: quick "
-                                           "512,4096,5120; standard 512,4096,8192,32768 (K=2: "
+                                           "256,4096,5120; standard 512,4096,8192,32768 (K=2: "
                                            "512,4096,16384,32768); thorough 512,2048,4096,8192,16384,32768)")
     steps: int | None = Int(None, min=100, max=50_000, by_profile=(3000, 6000, 10_000),
                             doc="most Adam steps per model; each stops earlier on its plateau (paper: 5000)")
@@ -224,7 +225,7 @@ class ThresholdSetting(Setting):
 
     def _resolve(self):
         if self.train_sizes is None:
-            self._set("train_sizes", {"quick": (512.0, 4096.0, 5120.0),
+            self._set("train_sizes", {"quick": (256.0, 4096.0, 5120.0),
                                       "standard": (512.0, 4096.0, 8192.0, 32768.0) if self.K == 1
                                       else (512.0, 4096.0, 16384.0, 32768.0),
                                       "thorough": (512.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0)}[self.profile])

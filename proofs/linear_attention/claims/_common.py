@@ -157,21 +157,45 @@ def judge_order(ctx, label: str, times, predicted_order, lam, controls: dict, *,
                           f"near-ties decided by the init: {ties}" if ties else ""))
 
 
-def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops, *, sim: str = "") -> None:
+def judge_visits(ctx, label: str, visits, predicted_levels, predicted_order, lam, drops, *, sim: str = "",
+                 level_tol: float | None = None, level_why: str = "") -> None:
     """Judge the saddles a run visited (plateaus at L(M_m), key ``plateau_losses``).
 
     A visit is attributable when the trajectory came within half the smallest drop of its
     saddle M_S (closer to it than to any neighbouring fixed point).  For an attributable visit
     whose learned set S holds the top |S| eigenvalues of the predicted order, the saddle's loss
     (experiment's moments) must equal L(M_|S|) to float64 rounding.  The sizes |S| must not
-    decrease along the run."""
+    decrease along the run.
+
+    With ``level_tol`` (a run of the population loss itself, whose loss curve is accurate to
+    it; ``level_why`` says why) the trajectory is judged too: on every plateau after the first
+    (M_0 is the initialisation, the premise's) whose learned set is the predicted top |S|, L(M_|S|)
+    must lie within the loss the run spans over the plateau, [L(end) − tol, L(start) + tol] — a
+    flow passing a saddle comes down to its level while flat and leaves below it.  A flat stretch
+    far from every saddle is then judged as well, not merely noted."""
     lam = np.asarray(lam, float)
     gap = 0.5 * float(np.min(drops))
     scale = float(np.sum(lam))
     po = [int(round(x)) for x in predicted_order]
+    if level_tol is not None:
+        for v in visits:
+            m = len(v.learned)
+            if m == 0 or not same_eigenvalues(lam, v.learned, po[:m]):
+                continue
+            hi, lo = v.span_levels
+            target = float(predicted_levels[m])
+            ok = bool(lo - level_tol <= target <= hi + level_tol)
+            miss = max(lo - target, target - hi, 0.0)
+            ctx.condition(f"{label}: the plateau at t = {v.time:.4g} τ passes L(M_{m})", ok,
+                          judges=("plateau_losses",), predicted=target,
+                          measured={"loss at the plateau's start": hi, "at its end": lo,
+                                    "at its slowest point": v.level},
+                          why=f"Eq. 19's level within the loss the run spans over the plateau, ± {level_tol:.2g}: "
+                              + level_why, tolerance=level_tol,
+                          margin=(-miss / level_tol + 1.0 if level_tol > 0 else None))
     near = [v for v in visits if v.deviation < gap]
     far = [v for v in visits if v.deviation >= gap]
-    if far:
+    if far and level_tol is None:
         ctx.note(f"{label}: {len(far)} flat stretch(es) not at a fixed point (loss {[round(v.level, 5) for v in far]} "
                  f"more than half the smallest drop from the nearest saddle) — not judged")
     if not near:

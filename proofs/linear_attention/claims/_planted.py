@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from icltheory.core import PlantedError
 
-__all__ = ["THEORY", "EXPERIMENTS", "C_N_PLUS_1", "MOMENTS_N_PLUS_1", "EIGEN_ORDER_REVERSED", "contexts_n_plus_1"]
+__all__ = ["THEORY", "EXPERIMENTS", "C_N_PLUS_1", "MOMENTS_N_PLUS_1", "EIGEN_ORDER_REVERSED", "contexts_n_plus_1",
+           "C_SLIGHTLY_LARGE", "MOMENTS_SLIGHTLY_LARGE", "FLOW_CURVATURE_LARGE"]
 
 THEORY = "proofs.linear_attention.theory"
 EXPERIMENTS = "proofs.linear_attention.experiments"
@@ -39,3 +40,40 @@ MOMENTS_N_PLUS_1 = PlantedError("measurement", "E[ββᵀ] with N + 1 in place o
 EIGEN_ORDER_REVERSED = PlantedError("theory", "the eigen-order helper sorts by increasing eigenvalue",
                                     f"{THEORY}._population:eigen_order",
                                     lambda orig: (lambda lambdas: orig(lambdas)[::-1]))
+
+
+def _c_slightly_large(orig):
+    """c_d 1e-9 too large (exactly, on SymPy expressions too)."""
+    import sympy as sp
+
+    def c(lam, trace, n):
+        out = orig(lam, trace, n)
+        return out * (sp.Rational(1_000_000_001, 1_000_000_000) if isinstance(out, sp.Basic) else 1 + 1e-9)
+
+    return c
+
+
+#: errors of the size the float64 checks resolve (1e-10 relative): c_d and E[ββᵀ] 1e-9 too large
+C_SLIGHTLY_LARGE = PlantedError("theory", "c_d 1e-9 too large (the shared theory helper)",
+                                f"{THEORY}._population:c_coefficient", _c_slightly_large)
+MOMENTS_SLIGHTLY_LARGE = PlantedError("measurement", "E[ββᵀ] 1e-9 too large (the experiments' moments)",
+                                      f"{EXPERIMENTS}._population:beta_second_moment",
+                                      lambda orig: (lambda lam, N: orig(lam, N) * (1 + 1e-9)))
+
+
+def _curvature_large(orig):
+    """The separate-head population flow with its curvature term E[ββᵀ]·Λ 10 % too large."""
+    class Curvature(orig):
+        def __init__(self, lam, N, H, R, rows):
+            super().__init__(lam, N, H, R, rows)
+            self.W = self.W * 1.1
+            self.w = self.W.ravel()
+
+    return Curvature
+
+
+#: an error in the dynamics only (the static moments, the saddles' losses and the loss read-out
+#: stay right): the flow's plateaus then sit at its own saddles, off Eq. 19's levels
+FLOW_CURVATURE_LARGE = PlantedError("measurement", "the population flow's curvature term E[ββᵀ]·Λ 10 % too "
+                                    "large (the flow only)", f"{EXPERIMENTS}._flows:SeparateHeadsNewton",
+                                    _curvature_large)

@@ -12,7 +12,7 @@ from icltheory.dynamics import BLAS3_WORK, batch_work
 
 from ..settings import _RTOL, RankSetting, SeparateSetting, typical_scale
 from ._common import ARXIV, SOLVER_MARGIN, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
-from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, MOMENTS_N_PLUS_1
+from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, FLOW_CURVATURE_LARGE, MOMENTS_N_PLUS_1
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")
@@ -200,6 +200,25 @@ def _solver_accurate(ctx, ra, drops, label: str) -> bool:
             f"{1 / SOLVER_MARGIN:g}; rtol = {ra.solver['rtol']:.1e}): lower rtol"
             + (f" (e.g. --set rtol={suggest:.0e}: the error falls ≈ 10× per decade of rtol)" if suggest else ""))
     return ok
+
+
+def _level_tolerance(s, ra, drops, k: int) -> dict:
+    """How closely row k of a population run's loss curve is known (``judge_visits``' level
+    check): an adaptive flow's to the loss resolution its measured error was checked against ÷
+    :data:`SOLVER_MARGIN` (:func:`_solver_accurate`; without a re-solve, not judged), GD's to
+    float64 rounding (it is the exact GD iteration of the population loss)."""
+    scale = float(np.sum(s.lam))
+    if s.integrator != "flow":
+        return {"level_tol": 1e-12 * scale,
+                "level_why": "the exact population GD iteration, to float64 rounding (1e-12 of tr Λ)"}
+    if ra.solver is None or ra.solver.get("accuracy") is None:
+        return {}
+    span = float(ra.loss[k, 0] - np.min(ra.loss[k]))
+    res_l = min(_RESOLUTION * span, 0.5 * float(np.min(drops)))
+    return {"level_tol": res_l / SOLVER_MARGIN,
+            "level_why": f"the adaptive flow's loss curve, whose measured error (re-solved at tighter tolerances) "
+                         f"was checked to be below this: the smaller of {_RESOLUTION:g} × its loss range and half "
+                         f"the smallest drop, ÷ {SOLVER_MARGIN:g}"}
 
 
 def _accuracy_excess(ra, drops) -> dict | None:
@@ -519,7 +538,7 @@ class SaddleToSaddle(Claim):
         "n_drops": Prediction("directions learned: min(D, H·R)", kind="count"),
         "drop_sizes": Prediction("λ_d/c_d along the drop order"),
     }
-    planted_errors = (EIGEN_ORDER_REVERSED, C_N_PLUS_1, MOMENTS_N_PLUS_1, FRACTIONS_REVERSED)
+    planted_errors = (EIGEN_ORDER_REVERSED, C_N_PLUS_1, MOMENTS_N_PLUS_1, FRACTIONS_REVERSED, FLOW_CURVATURE_LARGE)
 
     def constants(self, s) -> dict:
         p = theory.paper()
@@ -630,7 +649,8 @@ class SaddleToSaddle(Claim):
             judge_order(ctx, label, rd.times[k], pred["drop_order"], lam, m["controls"][k],
                         plateaus=rd.plateaus[k], sim=sim)
             judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], pred["drop_order"], lam)
-            judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops, sim=sim)
+            judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], pred["drop_order"], lam, rd.drops, sim=sim,
+                         **_level_tolerance(s, ra, rd.drops, k))
         self._every_plateau(s, pred, rd, ctx, n_pred, sim)
         ctx.measure("drop_order", rd.order)
         ctx.measure("n_drops", [len(o) for o in rd.order])

@@ -7,7 +7,7 @@ r"""Reading a training run: learning times, plateaus and the saddles they visit 
   fixed point) the *learned set* $S$ is the set of directions with fraction ≥ ½; the visited
   saddle is $M_S=\sum_{d\in S}m^\star_de_de_d^\top$, its loss $L(M_S)$ is computed from the
   experiment's moments, and the *deviation* $|L(M(t^\ast))-L(M_S)|$ says how close the
-  trajectory came to it.
+  trajectory came to it; the loss at the plateau's start and end is recorded too.
 * **Plateaus between learning times**: the stretch between the m-th and (m+1)-th learning
   time is a clear plateau, absent or unresolved by the descent rate in log time
   (:func:`icltheory.dynamics.plateaus_between_events`: flat for ≥ 2 × the drops' width and ≥ 0.1 in ln t, drops
@@ -45,11 +45,13 @@ class Visit:
     learned: tuple[int, ...]
     saddle_loss: float
     deviation: float
+    #: the loss at the plateau's start and end (the record curve interpolated in ln t)
+    span_levels: tuple[float, float] = (float("nan"), float("nan"))
 
     def as_dict(self) -> dict:
         return {"start": self.start, "end": self.end, "time": self.time, "level": self.level,
                 "learned": list(self.learned), "saddle_loss": self.saddle_loss,
-                "deviation": self.deviation}
+                "deviation": self.deviation, "span_levels": list(self.span_levels)}
 
 
 @dataclass
@@ -104,7 +106,8 @@ def read_run(run: Run, lam, N: int, fine_drop: float | None = None) -> RunReadin
             MS = np.zeros((D, D))
             MS[list(S), list(S)] = opt[list(S)]
             saddle = float(pop.population_mse(MS, lam, N))
-            row.append(Visit(p.start, p.end, float(t[i]), float(y[i]), S, saddle, abs(float(y[i]) - saddle)))
+            ends = tuple(float(x) for x in np.interp(np.log([p.start, p.end]), np.log(t), y))
+            row.append(Visit(p.start, p.end, float(t[i]), float(y[i]), S, saddle, abs(float(y[i]) - saddle), ends))
         visits.append(row)
     drops = pop.direction_drops(lam, N)
     base = float(pop.population_mse(np.zeros((D, D)), lam, N))
