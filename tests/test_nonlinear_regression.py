@@ -482,3 +482,27 @@ def test_model_b_lag_is_measured_at_half_the_step():
     assert 2.0 < lag < 2.7
     b = next(x for x in v.checks if x.name.startswith("paper's model B"))
     assert b.passed and abs(b.measured - (-2.0)) > 0.007
+
+
+def test_asymptote_band_is_judged_only_for_the_stated_K():
+    """The band 1.0–1.5 is stated for K = 4..32: at K = 3 (accepted, measured against the exact
+    flow) it is not applied; K = 2 has no first phase and is refused in one line."""
+    v = _run("nonlinear.asymptote", {"Ks": "3,5"})
+    assert v.verdict == "holds" and any("stated for K = 4..32" in n for n in v.notes)
+    with pytest.raises(SettingError, match="Ks"):
+        get_claim("nonlinear.asymptote").setting({"Ks": "2,4"})
+
+
+@pytest.mark.parametrize("delta,verdict", [("0.0001", "fails"), ("0.05", "holds")])
+def test_final_attention_too_strong_delta_fails_not_premise(delta, verdict):
+    """A δ the prompts cannot meet is a wrong prediction (fails), not outside the premise: the
+    premise is the statement's own δ."""
+    assert _run("nonlinear.final-attention", predict={"delta": delta}).verdict == verdict
+
+
+@pytest.mark.parametrize("delta", ["0", "1", "-0.5", "2"])
+def test_final_attention_refuses_delta_outside_0_1(delta, capsys):
+    rc = _cli.main(["--quiet", "check", "nonlinear.final-attention", "--profile", "quick", "--predict",
+                    f"delta={delta}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "delta" in err[0]

@@ -502,8 +502,9 @@ class AsymptoteSetting(IsotropicSetting):
     def _resolve(self) -> None:
         super()._resolve()
         for k in self.Ks:
-            if k != int(k) or k < 2:
-                raise SettingError("Ks", f"each K must be an integer ≥ 2, got {k:g}")
+            if k != int(k) or k < 3:
+                raise SettingError("Ks", f"each K must be an integer ≥ 3 (at K = 2 the attention starts at "
+                                         f"1/K = 0.5: no first phase to time), got {k:g}")
         if self.Ks_eta is None:
             self._set("Ks_eta", tuple(
                 _over_L2(_derived("Ks_eta", rules.small_step, int(k), 0.5, self.min_steps, 1.0, 1.0,

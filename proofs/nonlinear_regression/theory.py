@@ -47,6 +47,7 @@ STATED = {
     "loss_t_rtol": 0.05,          # C-TWO-PHASE: ℓ·t → (K−1)/(4η) within 5 %
     "asymptote_rtol": 0.05,       # C-ASYMPTOTE: within 5 %
     "k_ratio_band": (1.0, 1.5),   # C-K-SCALING
+    "k_ratio_band_K": (4, 32),    # C-K-SCALING: the K the band is stated for
     "peak_min": 0.3,              # C-OSCILLATE
     "slow_decay_min": 5.0,
     "slowdown_min": 50.0,
