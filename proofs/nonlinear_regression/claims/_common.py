@@ -141,7 +141,7 @@ def measure_sweeps(s, run) -> dict:
             continue
         eta, steps, thetas = getattr(s, f"eta_{m}"), getattr(s, f"steps_{m}"), getattr(s, f"thetas_{m}")
         out[m] = runs.sweep(m, problem, s.Ls, eta, steps, thetas, tick=run.tick, xp=get_backend(s.backend))
-        if m == "B":  # the largest L's run again at half the step: GD's lag behind the flow, measured
+        if m in ("A", "B"):  # the largest L's run again at half the step: GD's lag behind the flow, measured
             Lmax = float(np.max(s.Ls))
             cap = 2 * runs.sweep_caps(s.Ls, steps)[int(np.argmax(s.Ls))]
             half = runs.sweep(m, problem, [Lmax], eta / 2, cap, thetas, tick=run.tick, xp=get_backend(s.backend))
@@ -167,11 +167,10 @@ def slope_checks(ctx, *, K: int, Ls, thetas, T, stiff, key: str, name: str,
     predicted slope ``ctx.predicted[key]``; returns the fitted slopes (nan: not fitted).
 
     GD's lag behind its flow, in steps, is to first order the same at every small step (so at
-    every L: the runs differ only in the step ηL²).  It is the population flow's ½|ln(rate
-    ratio)| (:meth:`theory.euler_lag`); with ``lag_run`` = (L, crossings of the run at L repeated
-    at half the step) it is also measured there, T(η/2) − 2T(η) steps (Euler's error is first
-    order in the step), and the larger of the two is allowed — the finite prompts of model B lag
-    more than the population flow does."""
+    every L: the runs differ only in the step ηL²).  It is measured with ``lag_run`` = (L,
+    crossings of the run at L repeated at half the step): T(η/2) − 2T(η) steps (Euler's error is
+    first order in the step); the larger of that and the population flow's ½|ln(rate ratio)|
+    (:meth:`theory.euler_lag`, which the finite prompts of model B exceed) is allowed."""
     Ls, T = np.asarray(Ls, dtype=float), np.asarray(T, dtype=float)
     th = theory.theory()
     tol = float(th_stated("slope_tol"))

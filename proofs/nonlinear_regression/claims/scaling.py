@@ -27,7 +27,9 @@ def sweep_cost(s) -> Cost:
     for m in s.model_list:
         steps = getattr(s, f"steps_{m}")
         if m == "A":
-            work += steps * model_a_step_cost(s.K, R) + 40.0 * s.cov_draws * s.K
+            # and the largest L's run again at half the step (up to twice its cap: GD's lag, measured)
+            last = runs.sweep_caps(s.Ls, steps)[int(np.argmax(s.Ls))]
+            work += steps * model_a_step_cost(s.K, R) + 2 * last * model_a_step_cost(s.K, 1) + 40.0 * s.cov_draws * s.K
             mem = max(mem, 8.0 * (R * s.K * s.K * 8 + 40_000 * R))
         elif m == "S":
             # one run per L, each to its first crossing: the smallest L's run took ≈ 0.7 of its
