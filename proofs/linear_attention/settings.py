@@ -531,7 +531,7 @@ class SoftmaxSetting(_SeparateBase):
     H: int = Int(5, min=1, max=32, doc="number of heads")
     lambdas: tuple | None = _lambdas(_FIG3, "eigenvalues of Λ, any order (default Fig. 3)", sample=None)
     H_merged: int = Int(8, min=1, max=64, doc="heads of the merged softmax model")
-    P: int | None = Int(None, min=50, max=100_000, by_profile=(150, 300, 300),
+    P: int | None = Int(None, min=50, max=100_000, by_profile=(300, 300, 300),
                         doc="training sequences (≥ 50: fewer are memorised rather than learned)")
     horizon_factor: float | None = Float(None, min=1e-3, max=1e3, by_profile=(1.0, 1.5, 1.5),
                                          doc="run for this many × the linear theory's learning time of the "

@@ -12,7 +12,8 @@ from icltheory.dynamics import BLAS3_WORK, batch_work
 
 from ..settings import _RTOL, RankSetting, SeparateSetting, typical_scale
 from ._common import ARXIV, SOLVER_MARGIN, judge_order, judge_path_levels, judge_visits, loss_plot, steps_work
-from ._planted import C_N_PLUS_1, EIGEN_ORDER_REVERSED, EXPERIMENTS, FLOW_CURVATURE_LARGE, MOMENTS_N_PLUS_1
+from ._planted import (C_N_PLUS_1, C_SLIGHTLY_LARGE, EIGEN_ORDER_REVERSED, EXPERIMENTS, FLOW_CURVATURE_LARGE,
+                       MOMENTS_N_PLUS_1, MOMENTS_SLIGHTLY_LARGE)
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")
@@ -773,7 +774,8 @@ class RankPlateaus(Claim):
         "drop_order": Prediction("eigen-indices by decreasing eigenvalue (the order of the stages)", kind="order",
                                  wrong=lambda v: [list(reversed(v))]),
     }
-    planted_errors = (EIGEN_ORDER_REVERSED, C_N_PLUS_1, MOMENTS_N_PLUS_1,
+    planted_errors = (EIGEN_ORDER_REVERSED, C_N_PLUS_1, MOMENTS_N_PLUS_1, FLOW_CURVATURE_LARGE,
+                      C_SLIGHTLY_LARGE, MOMENTS_SLIGHTLY_LARGE,
                       PlantedError("measurement", "the init ignores the rank (key/query std w/√(D+1) for every R)",
                                    f"{EXPERIMENTS}._training:init_separate",
                                    lambda orig: (lambda rng, S, H, ranks, D, w, full=False:
@@ -885,7 +887,8 @@ class RankPlateaus(Claim):
                 judge_order(ctx, label, rd.times[k], po[:n_learn], lam, m["controls"][k], pairs=pairs,
                             plateaus=rd.plateaus[k], sim=sim)
                 judge_path_levels(ctx, label, rd.times[k], rd.path[k], pred["plateau_losses"], po, lam)
-                judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops, sim=sim)
+                judge_visits(ctx, label, rd.visits[k], pred["plateau_losses"], po, lam, rd.drops, sim=sim,
+                             **_level_tolerance(s, ra, rd.drops, k))
                 plat = readings[k]
                 clear = {p.m for p in plat if p.status == "clear"}
                 unres = {p.m for p in plat if p.status == "unresolved"}

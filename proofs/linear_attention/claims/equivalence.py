@@ -129,16 +129,23 @@ class MergedEquivalence(_Reduction):
         z = (beta1[:, :, None] * xq[:, None, :]).reshape(len(X), -1)  # vec(β x_qᵀ), unnormalised
         W1, w2 = WKQ[:, :D, :D].reshape(H, -1), WV[:, D, D]
         net = z @ W1.T @ w2
-        # the general decomposition: the irrelevant terms, computed apart from the forward pass
-        a, b, U = WV[:, D, :D], WKQ[:, D, :D], WKQ[:, :D, :D]
-        beta, _ = ex.data.beta_and_query(X, N)
-        Sxx = np.einsum("pdn,pen->pde", X[:, :D, :], X[:, :D, :])
-        Syy = np.sum(X[:, D, :N] ** 2, axis=1)
-        dec = (np.einsum("pd,hde,pe,h->p", beta, U, xq, w2)
-               + np.einsum("hd,pde,hef,pf->p", a, Sxx, U, xq) / N
-               + np.einsum("hd,pd,he,pe->p", a, beta, b, xq)
-               + np.einsum("h,p,he,pe->p", w2, Syy, b, xq) / N)
-        return full, zeroed, net, dec, z.shape[1], W1.shape[0]
+        return full, zeroed, net, _decomposition(X, WV, WKQ, N), z.shape[1], W1.shape[0]
+
+
+def _decomposition(X, WV, WKQ, N: int):
+    """The query prediction as the network term plus the three irrelevant terms, each computed
+    from the weights' blocks (a = W^V's label row on the covariates, b = W^KQ's label row, U =
+    W^KQ's covariate block, w = W^V's label entry), apart from the forward pass: with β = Σ y_n
+    x_n / N, ŷ = w βᵀUx_q + aᵀ(Σ x_n x_nᵀ/N)Ux_q + (aᵀβ)(bᵀx_q) + w (Σ y_n²/N)(bᵀx_q)."""
+    D = X.shape[1] - 1
+    w2, a, b, U = WV[:, D, D], WV[:, D, :D], WKQ[:, D, :D], WKQ[:, :D, :D]
+    beta, xq = ex.data.beta_and_query(X, N)
+    Sxx = np.einsum("pdn,pen->pde", X[:, :D, :], X[:, :D, :])
+    Syy = np.sum(X[:, D, :N] ** 2, axis=1)
+    return (np.einsum("pd,hde,pe,h->p", beta, U, xq, w2)
+            + np.einsum("hd,pde,hef,pf->p", a, Sxx, U, xq) / N
+            + np.einsum("hd,pd,he,pe->p", a, beta, b, xq)
+            + np.einsum("h,p,he,pe->p", w2, Syy, b, xq) / N)
 
 
 class SeparateEquivalence(_Reduction):
@@ -186,6 +193,6 @@ class SeparateEquivalence(_Reduction):
         Zm = beta1[:, :, None] * xq[:, None, :]  # mat(z), unnormalised
         h = np.einsum("pab,hrb->phra", Zm, WQ[:, :, :D])  # layer 1: stride-D conv with q_{i,r}
         net = np.einsum("phra,hra,h->p", h, WK[:, :, :D], WV[:, D, D])  # key, then value; sum of heads
-        # every term: the full forward pass as a merged model with W^KQ = KᵀQ
-        dec = ex.models.attn_merged_predict(X, WV, np.einsum("hra,hrb->hab", WK, WQ))
+        # every term, computed apart from the forward pass, with U = Σ_r k_r q_rᵀ
+        dec = _decomposition(X, WV, np.einsum("hra,hrb->hab", WK, WQ), s.N)
         return full, zeroed, net, dec, h.shape[1], h.shape[2]

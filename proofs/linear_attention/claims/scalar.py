@@ -10,7 +10,7 @@ from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, 
 
 from ..settings import InitScaleSetting, ScalarOdeSetting
 from ._common import ARXIV, ROW_STEP_WORK, plot_indices, steps_work
-from ._planted import C_N_PLUS_1, EXPERIMENTS, MOMENTS_N_PLUS_1, THEORY
+from ._planted import C_N_PLUS_1, C_SLIGHTLY_LARGE, EXPERIMENTS, MOMENTS_N_PLUS_1, MOMENTS_SLIGHTLY_LARGE, THEORY
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")
@@ -50,7 +50,7 @@ class ScalarOde(Claim):
         "loss_drop": Prediction("the loss drop when the direction is learned: λ/c"),
     }
     planted_errors = (
-        C_N_PLUS_1, MOMENTS_N_PLUS_1,
+        C_N_PLUS_1, MOMENTS_N_PLUS_1, C_SLIGHTLY_LARGE, MOMENTS_SLIGHTLY_LARGE,
         PlantedError("theory", "the arctan term of G with the wrong sign", f"{THEORY}._dynamics:G_closed_form",
                      _g_wrong_arctan),
         PlantedError("measurement", "the head's gradient flow read off a wrong eigen-direction's moments",
@@ -95,7 +95,9 @@ class ScalarOde(Claim):
         Me = np.zeros((D, D))
         Me[0, 0] = opt
         drop = float(ex.population.population_mse(np.zeros((D, D)), spec, N) - ex.population.population_mse(Me, spec, N))
+        rate0 = abs(ex.flows.balanced_rate(spec, N)(v0))  # the head's speed at its start
         out = {"v_star": vstar, "T_quad": T_quad, "quad_err": qerr, "T_flow": T_flow, "flow_steps": nsteps,
+               "rate_at_v0": rate0,
                "c": 1.0 / (lam * opt), "loss_drop": drop, "gd": None}
         run.tick(0.1, "flow and quadrature")
         n, skip = self._gd_plan(s)
@@ -156,10 +158,14 @@ class ScalarOde(Claim):
             ctx.inconclusive(f"simulator (a): lr = {s.lr:.3g} is beyond GD's stability limit 2/κ = {2 / kappa:.3g}")
             return
         disc = abs(gd["on_ansatz"] - m["T_flow"])
+        # the perturbation moves the head's start by ~1e-4·v0, so its escape by ~1e-4·v0/v̇(v0) at first
+        # order (≈ 1e-4·T for a small v0, where T ≈ v0/v̇(v0)); allowed 10×
+        shift = 1e-3 * s.v0 / m["rate_at_v0"] if m.get("rate_at_v0") else 1e-3 * m["T_flow"]
         ctx.close("plateau length of full ATTN_S parameters (population GD, 2 heads, off the ansatz)",
-                  key="escape_time", measured=gd["perturbed"], atol=disc + 2 * s.lr + 1e-3 * m["T_flow"],
+                  key="escape_time", measured=gd["perturbed"], atol=disc + 2 * s.lr + shift,
                   why=f"GD discretisation, measured as |GD on the ansatz − flow| = {disc:.3g} τ; 2η interpolation; "
-                      "a 1e-4 relative perturbation of every weight moves the escape at first order in it (×10)")
+                      f"a 1e-4 relative perturbation of every weight moves the start by ~1e-4·v0 and the escape at "
+                      f"first order by 1e-4·v0/v̇(v0) (the head's own rate at v0), allowed 10×: {shift:.3g} τ")
         ctx.measure("escape_time_simulator_a", gd["perturbed"])
         idx = plot_indices(len(gd["t"]), log=True)
         ctx.plot(Plot(title=f"Scalar plateau ODE (λ={s.lam:g}, tr Λ={s.trace:g}, N={s.N}, v0={s.v0:g})",
