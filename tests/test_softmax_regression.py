@@ -780,3 +780,44 @@ def test_candidate_answers_outside_the_band_at_the_issues_setting():
     outside [lower, 1.10 × lower] (the 1.10 band needs ≈ 90 000 boxes, within the standard
     profile's default budget)."""
     _candidate_band_sides({"n": 4, "d": 3, "R": 1}, "standard")
+
+
+def test_a_sample_below_a_too_small_constant_does_not_prove_it():
+    """Sampling can only refute a bound: a predicted lemma constant below the derivation's proved
+    one (u = e^{Ax} is e-Lipschitz at R = 1, not 1.5; the softmax Jacobian's sharp factor is a/2,
+    not 0.3) is undecided when the sample stays below it, never holds; at the derivation's own
+    value it holds; a sample that observed nothing decides nothing."""
+    v = _run("softmaxreg.lipschitz", {}, {"u_lipschitz": "1.5", "f_lipschitz_sharp": "0.3"})
+    assert v.verdict == "inconclusive" and not v.failed_checks()
+    assert sum(c.passed is None for c in v.checks) == 2
+    assert _run("softmaxreg.lipschitz").verdict == "holds"
+    assert _run("softmaxreg.data-move", {"R": 1e-3}).verdict == "inconclusive"
+
+
+def test_a_certificate_of_another_setting_is_not_used():
+    """The checker reads the domain from the certificate, so the claim ties it to the setting: a
+    branch and bound run at 0.999 R (a certificate consistent with itself) fails the check."""
+    import icltheory.testing as itest
+    from proofs.softmax_regression.claims._common import certified_slip
+
+    c = get_claim("softmaxreg.rescaled-lipschitz")
+    v = itest.run_planted(c, certified_slip("wrong_R", {"n": 1}))
+    assert v.verdict == "fails"
+    assert [x.name for x in v.failed_checks()] == ["certificate checked independently"]
+    assert "another setting" in v.failed_checks()[0].detail
+
+
+def test_rescaled_candidate_above_the_certified_bound_holds_at_one_logit():
+    """At n = 1 the rescaled loss's certified bound is the exact constant 8R²e^{2R²} = 59.112…:
+    a candidate above it holds on that certificate alone (the lemma chain, which the verdict does
+    not rest on, no longer enters the proved bound)."""
+    assert _run("softmaxreg.candidate", {"loss": "rescaled", "n": 1, "R": 1,
+                                                "candidate": "59.12"}).verdict == "holds"
+
+
+@pytest.mark.parametrize("profile,setting", [("thorough", {}), ("standard", {"n": 1}), ("standard", {"n": 3})])
+def test_default_box_budget_fits_the_memory_budget(profile, setting):
+    from icltheory.core import over_budget
+
+    c = get_claim("softmaxreg.rescaled-lipschitz")
+    assert over_budget(c, c.setting({"profile": profile, **setting})) is None

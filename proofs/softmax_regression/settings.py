@@ -54,10 +54,27 @@ def bnb_box_work(n: int, loss: str = "normalized") -> float:
     return 2.5e9 * sec
 
 
+#: bytes the branch and bound holds besides its boxes (one chunk's second-order forms, the process)
+BNB_BASE_BYTES = 3.5e8
+
+
+def bnb_box_bytes(n: int) -> float:
+    """≈ bytes per box evaluated: its place in the frontier (two corners and a bound, ×3 for the
+    copies a split makes) and in the certificate with its check (a leaf's corners, id, kind and
+    bound, a split's record, the checker's copy of every node's corners)."""
+    n = max(int(n), 2)
+    D = 2 * n
+    return 3 * 8.0 * (4 * n) + 8.0 * (2 * D + 3) + 24.0 + 8.0 * 4 * D
+
+
 def bnb_default_boxes(n: int, profile: str, loss: str = "normalized") -> int:
-    """The default box budget: the profile's branch-and-bound work over one box's work
-    (deterministic: from n, the loss and the profile only)."""
-    return int(min(BNB_MAX_BOXES, BNB_WORK[profile] / bnb_box_work(n, loss) * (1 + 1e-12)))
+    """The default box budget: the profile's branch-and-bound work over one box's work, and no
+    more boxes than the profile's memory budget holds (deterministic: from n, the loss and the
+    profile only)."""
+    from icltheory.core import BUDGETS
+
+    by_memory = (0.9 * BUDGETS[profile][1] - BNB_BASE_BYTES) / bnb_box_bytes(n)
+    return int(min(BNB_MAX_BOXES, by_memory, BNB_WORK[profile] / bnb_box_work(n, loss) * (1 + 1e-12)))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -64,6 +64,9 @@ CERTIFIED_SLIPS = {
                    source_edit("live = ub >= best * (1 - 1e-9)", "live = ub >= best * 1.2")),
     "no_frontier": ("the reported bound ignores the unprocessed frontier", _BNB,
                     source_edit("upper = max(retired, pending, best)", "upper = max(retired, best)")),
+    "wrong_R": ("the branch and bound run at 0.999 R (a certificate of another setting)",
+                f"{PKG}.theory._bnb:certified_upper",
+                lambda orig: (lambda loss, n, R, boxes, stop=None: orig(loss, n, R * 0.999, boxes, stop))),
 }
 
 
@@ -100,26 +103,65 @@ def bound_quarter(orig):
 # --------------------------------------------------------------------------- judging helpers
 
 
-def upper_check(ctx, name: str, key: str, log_observed: float, what: str) -> float:
+def proved_term(key: str, s, *, lower: bool = False) -> float | None:
+    """The derivation's certified value of the term ``key`` at the setting (rounded outward), or
+    None where the term is not one of the derivation's."""
+    th = theory.theory()
+    try:
+        return th.lower(key, s.n, s.R) if lower else th.upper(key, s.n, s.R)
+    except KeyError:
+        return None
+
+
+def upper_check(ctx, name: str, key: str, log_observed: float, what: str,
+                proved: float | None = None) -> float:
     """Record 'max observed ≤ predicted[key]' (float, relative slack 1e-9); returns the
-    tightness observed/predicted."""
+    tightness observed/predicted.  A sample can only refute a bound: it passes only where the
+    prediction is at least ``proved`` (the derivation's value; None: the prediction is taken as
+    proved); below it a sample that stays under the prediction leaves it undecided, and a
+    sample with nothing observed (−inf) decides nothing."""
     pred = float(ctx.predicted[key])
     lp = math.log(pred) if pred > 0 else -math.inf
     lo = float(log_observed)
     tight = math.exp(min(lo - lp, 700.0)) if math.isfinite(lo) and math.isfinite(lp) else 0.0
-    passed = lo <= lp + _SLACK if math.isfinite(lo) else (None if math.isnan(lo) else True)
+    detail = f"tightness {tight:.3g}"
+    if math.isnan(lo) or lo == -math.inf:
+        passed = None
+        detail = "nothing observed (no usable sample at this setting): undecided"
+    elif lo > lp + _SLACK:
+        passed = False
+    elif proved is not None and pred < proved * (1 - 1e-12):
+        passed = None
+        detail = (f"tightness {tight:.3g}; the sample stays below the prediction, but a sample cannot prove "
+                  f"a bound and the derivation proves only {proved:.6g}: undecided")
+    else:
+        passed = True
     ctx.condition(name, passed, key=key, measured=math.exp(lo) if lo < 700 else math.inf,
-                  why=f"{what}; {_SLACK_WHY}", detail=f"tightness {tight:.3g}")
+                  why=f"{what}; {_SLACK_WHY}", detail=detail)
     return tight
 
 
-def lower_check(ctx, name: str, key: str, log_observed: float, what: str) -> None:
+def lower_check(ctx, name: str, key: str, log_observed: float, what: str,
+                proved: float | None = None) -> None:
+    """Record 'min observed ≥ predicted[key]'; as :func:`upper_check`, a sample only refutes:
+    a prediction above ``proved`` (the derivation's lower bound) is undecided when the sample
+    stays above it."""
     pred = float(ctx.predicted[key])
     lp = math.log(pred) if pred > 0 else -math.inf
     lo = float(log_observed)
-    ctx.condition(name, lo >= lp - _SLACK, key=key, measured=math.exp(lo),
-                  why=f"{what}; {_SLACK_WHY}",
-                  detail=f"bound/observed {math.exp(min(lp - lo, 700)):.3g}")
+    detail = f"bound/observed {math.exp(min(lp - lo, 700)):.3g}" if math.isfinite(lo) else "nothing observed"
+    if math.isnan(lo) or lo == math.inf:
+        passed = None
+    elif lo < lp - _SLACK:
+        passed = False
+    elif proved is not None and pred > proved * (1 + 1e-12):
+        passed = None
+        detail += (f"; the sample stays above the prediction, but a sample cannot prove a bound and the "
+                   f"derivation proves only {proved:.6g}: undecided")
+    else:
+        passed = True
+    ctx.condition(name, passed, key=key, measured=math.exp(lo) if math.isfinite(lo) else lo,
+                  why=f"{what}; {_SLACK_WHY}", detail=detail)
 
 
 def witness_bound(ctx, name: str, key: str, m, proved_upper: float, what: str) -> None:
@@ -176,6 +218,28 @@ def checked_band(loss: str, n: int, R: float, boxes: int, stop: float | None):
     return band, check_certificate(band.certificate)
 
 
+def _other_setting(band, loss: str, s) -> str:
+    """Why the certificate behind ``band`` is not one of this setting's constant (empty if it
+    is): its domain's loss, n and R, its scale factor R² (exact) and the bound it reports."""
+    from fractions import Fraction
+
+    cert = band.certificate
+    dom = cert.domain
+    R = float(s.R)
+    bad = []
+    if getattr(dom, "loss", "normalized") != loss:
+        bad.append(f"loss {getattr(dom, 'loss', 'normalized')} (setting: {loss})")
+    if int(dom.n) != int(s.n):
+        bad.append(f"n = {dom.n} (setting: {s.n})")
+    if float(dom.R) != R:
+        bad.append(f"R = {dom.R!r} (setting: {R!r})")
+    if cert.factor != Fraction(R) ** 2:
+        bad.append(f"scale factor {float(cert.factor)!r} (setting: R² = {R * R!r})")
+    if cert.reported != band.upper:
+        bad.append(f"reports {cert.reported!r}, the number used is {band.upper!r}")
+    return "; ".join(bad)
+
+
 _CERT_WHY = ("an independent check (icltheory.certify: no code shared with the branch and bound "
              "or its interval arithmetic) re-derives that the boxes partition the reduced domain "
              "(exact comparisons and rationals), that each box's bound is at least its own "
@@ -201,6 +265,13 @@ def certificate_check(ctx, s, loss: str, key: str, stop: float | None = None, *,
         ctx.condition(name, True, predicted="no boxes needed", measured="n = 1: ψ = 0",
                       judges=(key,), why="with one logit softmax is constant: the bound is 0")
         return True
+    wrong = _other_setting(band, loss, s)
+    if wrong:
+        ctx.condition(name, False if tool_claim else None, predicted="a certificate of this setting's constant",
+                      measured=wrong, judges=(key,), why="the checker reads the domain from the certificate "
+                      "itself, so the certificate must name this setting's loss, n and R, scale by R² exactly "
+                      "and report the number used", detail="the certificate is for another setting: " + wrong)
+        return False
     if rep.status == "empty":
         ctx.condition(name, True, predicted="nothing certified", measured=rep.summary(False),
                       judges=(key,), why="the branch and bound reports no finite bound, so there "
@@ -315,9 +386,9 @@ def bnb_memory(s) -> float:
     the checker's copy of every node's corners)."""
     if not _bnb_allowed(s):
         return 0.0
-    D = 2 * max(s.n, 2)
-    per_box = 3 * 8.0 * (4 * max(s.n, 2)) + 8.0 * (2 * D + 3) + 24.0 + 8.0 * 4 * D
-    return 3.5e8 + per_box * float(s.bnb_boxes)
+    from ..settings import BNB_BASE_BYTES, bnb_box_bytes
+
+    return BNB_BASE_BYTES + bnb_box_bytes(s.n) * float(s.bnb_boxes)
 
 
 def premise_cost(s, loss: str) -> float:
