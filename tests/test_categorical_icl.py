@@ -762,7 +762,7 @@ def test_threshold_tolerance_window_is_the_papers_own_table_read_both_ways():
     from proofs.categorical_icl.claims.thresholds import sweep_bracket
 
     assert [sweep_bracket(_paper, T) for T in (10000, 25000, 1000, 50000)] == [
-        (4096, 12288), (20480, 32768), (1000, 4096), (24576, 50000)]
+        (4096, 12288), (20480, 32768), (1000, 2048), (32768, 50000)]
 
 
 def test_threshold_judge_abstains_inside_the_window_between_sweep_points_and_off_scale():

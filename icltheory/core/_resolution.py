@@ -95,7 +95,12 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
         true = consts[key]
 
         def verdict(value: Any, key: str = key) -> str:
-            return judge_claim(claim, setting, m, predict={key: value}, constants=consts).verdict
+            from ._errors import BadInput
+
+            try:
+                return judge_claim(claim, setting, m, predict={key: value}, constants=consts).verdict
+            except BadInput:  # a probe outside the prediction's valid range refutes nothing
+                return "bad input"
 
         if pred.kind in ("count", "order"):
             wrong = pred.wrong_values(true)

@@ -98,12 +98,15 @@ def sweep_bracket(paper, T: float) -> tuple[float, float]:
     """(below, above): where a stated threshold T is judged — "not yet" at L ≤ below, "matches"
     at L ≥ above, and L in between reported, not judged.  The summary's thresholds are round
     numbers for a crossing the paper's sweep places between two of its points, not always the
-    two around T (its 25000 is the K = 2 table's crossing between 20480 and 24576): the bracket
-    runs from the last sweep point below min(T, n) to the first above max(T, n), n the sweep
-    point nearest T (past the sweep's ends, T or n itself)."""
+    two around T (its 25000 is the K = 2 table's crossing between 20480 and 24576): inside the
+    sweep the bracket runs from the last sweep point below min(T, n) to the first above max(T, n),
+    n the sweep point nearest T; outside it, from the last point below T to the first above (T
+    itself where there is none)."""
     grid = [float(g) for g in paper.DATA_GRID]
-    nearest = min(grid, key=lambda g: (abs(g - T), g))
-    a, b = min(T, nearest), max(T, nearest)
+    a = b = float(T)
+    if grid[0] <= T <= grid[-1]:
+        nearest = min(grid, key=lambda g: (abs(g - T), g))
+        a, b = min(T, nearest), max(T, nearest)
     return max([g for g in grid if g < a], default=a), min([g for g in grid if g > b], default=b)
 
 
@@ -282,6 +285,7 @@ about a minute and a half. Reported: the trained Transformer's $Q_x^\top K_x$ di
             for L in sizes})
         ctx.measure("bayes_accuracy", m["bayes_accuracy"])
         ctx.measure("match_tolerance_window", list(window))
+        ctx.measure("match_tolerance_window_relative", [rel_lo, rel_hi])  # of the GD NLL at the largest L
         gap = {L: m[f"TF L={L}"]["nll_exact"] - m[f"GD L={L}"]["nll_exact"] for L in sizes}
         # per grid L, in the order of train_sizes: the Transformer's mean NLL gap to the GD
         # model, and the GD model's mean NLL above its own at the largest L
