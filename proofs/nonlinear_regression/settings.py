@@ -258,6 +258,12 @@ class RescalingSetting(_Prompts):
                 raise SettingError("L_prime", f"the equivalent step η(L/L')² = {ep:.3g} is "
                                               "outside the float64 range")
             self._set("eta_prime", ep)
+        else:  # the claim compares the runs at the equivalent step only: another step is another claim
+            ep = float(self.eta) * (float(self.L) / float(self.L_prime)) ** 2
+            if not abs(float(self.eta_prime) - ep) <= 1e-12 * ep:
+                raise SettingError("eta_prime", f"the second run's step must be the equivalent step "
+                                                f"η(L/L')² = {ep!r} (the claim compares the runs there; to "
+                                                "test another rule use --predict eta_exponent)")
         rules.check_eta_L2(self.eta_prime, self.L_prime, "L_prime")
 
     def _validate(self) -> None:
@@ -837,5 +843,11 @@ class RegimesSetting(_Population):
                 for Li in self.collapse_Ls))
         if len(self.collapse_etas) != len(self.collapse_Ls):
             raise SettingError("collapse_etas", "needs one step per L_i")
+        c = float(self.eta) * float(self.L) ** 2
+        for e, Li in zip(self.collapse_etas, self.collapse_Ls):  # the collapse is at one ηL²
+            if not abs(float(e) * float(Li) ** 2 - c) <= 1e-12 * c:
+                raise SettingError("collapse_etas", f"every run must have ηL² = {c!r} (the collapse is "
+                                                    f"judged at one ηL²); L_i = {Li:g} needs η_i = {c / Li**2!r}, "
+                                                    f"got {e!r}")
         for e, Li in zip(self.collapse_etas, self.collapse_Ls):
             rules.check_eta_L2(e, Li, "collapse_Ls")
