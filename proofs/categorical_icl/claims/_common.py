@@ -28,6 +28,24 @@ def term_size(kernel: str, X: np.ndarray, N: int, scale: float, gammas, W: np.nd
                   * 2 * np.linalg.norm(W, axis=0).max() * len(gammas))
 
 
+#: the two sides' float64 round-off, each about the theory's own (measured against its long-double
+#: evaluation), allowed 10× each
+ROUNDOFF_MARGIN = 20.0
+
+
+def roundoff_tolerance(floor: float) -> tuple[float, str]:
+    """(tolerance, why) of an exact identity between a model and the functional-GD recursion:
+    1e-10, or ROUNDOFF_MARGIN × ``floor`` where the recursion's own float64 round-off — measured
+    as its distance from the same recursion in long double — is larger (the softmax over
+    W_eᵀf amplifies round-off over the K steps: a setting with large iterates reaches 1e-10
+    from float64 arithmetic alone)."""
+    tol = max(1e-10, ROUNDOFF_MARGIN * floor)
+    why = (EXACT_WHY + f"; the recursion's own float64 round-off, measured against its long-double "
+           f"evaluation, is {floor:.2g}" + (f", so the tolerance is {ROUNDOFF_MARGIN:g}× that (both sides' "
+                                             "round-off, 10× each)" if tol > 1e-10 else " (below 1e-10 / 20)"))
+    return tol, why
+
+
 def _hot(orig):
     return lambda z: orig(2.0 * z)
 
@@ -48,6 +66,26 @@ def _score_hot(orig):
 SCORE_TEMPERATURE_EXPERIMENT = PlantedError(
     "measurement", "the attention heads' scores at the wrong temperature (q, k scaled by √2)",
     f"{EXPERIMENTS}._model:_scores", _score_hot)
+
+
+def _warm(orig):
+    return lambda z: orig((1.0 + 1e-8) * z)
+
+
+#: the same softmax with its logits 1e-8 too large: an error of the size the 1e-10 checks resolve
+SOFTMAX_SLIGHTLY_HOT_THEORY = PlantedError(
+    "theory", "the theory's softmax logits 1e-8 too large", f"{THEORY}._paper:_normalise_exp", _warm)
+
+
+def _score_warm(orig):
+    def scores(kind, q, k, *rest):
+        return orig(kind, (1.0 + 1e-8) * q, k, *rest)
+    return scores
+
+
+#: the experiment's queries 1e-8 too large (every self-attention head)
+SCORE_SLIGHTLY_HOT_EXPERIMENT = PlantedError(
+    "measurement", "the attention heads' queries 1e-8 too large", f"{EXPERIMENTS}._model:_scores", _score_warm)
 
 
 def _kernel_scaled(orig):

@@ -9,8 +9,9 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings import ConstructionSetting, CrossAttentionSetting, FunctionalGDSetting, SingleStepSetting
-from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_THEORY, SCORE_TEMPERATURE_EXPERIMENT,
-                      SOFTMAX_TEMPERATURE_THEORY, SOURCE, term_size)
+from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_THEORY, SCORE_SLIGHTLY_HOT_EXPERIMENT,
+                      SCORE_TEMPERATURE_EXPERIMENT, SOFTMAX_SLIGHTLY_HOT_THEORY, SOFTMAX_TEMPERATURE_THEORY,
+                      SOURCE, roundoff_tolerance, term_size)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -74,19 +75,23 @@ class FunctionalGD(Claim):
         X, y, W, gam = m["X"], m["y"], m["W"], m["gammas"]
         N = s.N
         shift = float(predicted["bias_kernel_shift"])
-        errs = {}
+        errs, floor = {}, 0.0
         for key, add in (("plain", 0.0), ("bias", shift)):
             kap = (np.einsum("bjd,bid->bji", X, X[:, :N]) + add) / N
             f_kern, _ = p.functional_gd_states("linear", X, y, W, gam, 1.0, kap=kap)
             errs[key] = float(np.max(np.abs(m[key] - f_kern)))
+            f_long, _ = p.functional_gd_states("linear", X, y, W, gam, 1.0, kap=kap, dtype=np.longdouble)
+            floor = max(floor, float(np.max(np.abs(f_kern - f_long))))
+        tol, why = roundoff_tolerance(floor)
         f_plain, _ = p.functional_gd_states("linear", X, y, W, gam, 1.0, kap=p.linear_kernel_matrix(X, N, False))
         wrong = float(np.max(np.abs(m["bias"] - f_plain)))
         ctx.measure("errors", {"no bias, kernel κ": errs["plain"], "with bias, kernel κ + shift": errs["bias"]})
+        ctx.measure("roundoff_floor", floor)
         ctx.close("parameter GD = kernel recursion, no bias (all steps, all positions)", key="max_abs_error",
-                  measured=errs["plain"], atol=1e-10, why=EXACT_WHY)
+                  measured=errs["plain"], atol=tol, why=why)
         ctx.close("parameter GD with a bias = kernel recursion with κ + shift", predicted=float(
-                  predicted["max_abs_error"]), measured=errs["bias"], atol=1e-10,
-                  judges=("bias_kernel_shift", "max_abs_error"), why=EXACT_WHY)
+                  predicted["max_abs_error"]), measured=errs["bias"], atol=tol,
+                  judges=("bias_kernel_shift", "max_abs_error"), why=why)
         ctx.measure("bias_model_vs_plain_kernel", wrong)
         ctx.condition("the bias really needs the shifted kernel", wrong > 1e-6, predicted="> 1e-6",
                       measured=wrong, why="the +1 is not cosmetic: dropping it leaves an O(1) discrepancy")
@@ -170,13 +175,26 @@ context token equals $\mathbb E(w_e)|_{f_k(x_i)}$, and the readout equals
 $\operatorname{softmax}(W_e^\top f_K(x_{N+1}))$ (errors relative to the size of the summed terms
 $\le10^{-10}$). This needs the erase head to be a Kronecker $\delta$: true for the rbf erase with
 large $\lambda$; for a dot-product erase only if every context point wins its own argmax
-($x_j^\top x_j>x_j^\top x_i$, e.g. $x$ on a sphere). **Dot erase with cube/Gaussian $x$, precisely:**
-block 1's erase acts on identical $v$ slots ($\bar w_e$ everywhere), so it is exact; block 2's erase
-mixes different $v$ slots, so the **token state is wrong from $K=2$** (the $v$ slots after block 2);
-the $f$ slots read $v$ only in the next block, so at $K=2$ **the query prediction is still exact**,
-and it is wrong **from $K=3$** on. The claim (every token) therefore fails from $K=2$; the evidence
-lists, per block, the error of the $v$ slots, the $f$ slots and the query prediction.
+($x_j^\top x_j>x_j^\top x_i$, e.g. $x$ on a sphere). **Dot erase (the authors' code) with cube or
+Gaussian $x$, precisely:** block 1's erase acts on identical $v$ slots ($\bar w_e$ everywhere), so it
+is exact; block 2's erase mixes different $v$ slots, so the **token state is wrong from $K=2$** (the
+$v$ slots after block 2); the $f$ slots read $v$ only in the next block, so at $K=2$ **the query
+prediction is still exact**, and it is wrong **from $K=3$** on. Since that erase head is not the
+$\delta$ the claim assumes, such a run is reported (the evidence lists, per block, the error of the
+$v$ slots, the $f$ slots and the query prediction) and its verdict is inconclusive, not `fails`.
 """
+
+
+def _dot_erase_leak(Xc: np.ndarray, lam: float) -> float:
+    """The largest weight a dot-product erase head (softmax over λ² x_jᵀx_i) puts off a context
+    token's own position, over the prompts: Σ_{i≠j} e^{λ²(x_jᵀx_i − x_jᵀx_j)} / (1 + that sum)."""
+    G = np.einsum("bnd,bmd->bnm", Xc, Xc)
+    own = np.diagonal(G, axis1=1, axis2=2)[:, :, None]
+    with np.errstate(over="ignore"):
+        E = np.exp(np.minimum(lam * lam * (G - own), 700.0))
+    n = Xc.shape[1]
+    off = E.sum(-1) - 1.0 if n > 1 else np.zeros(E.shape[:2])  # the diagonal term is e^0 = 1
+    return float(np.max(off / (1.0 + off))) if off.size else 0.0
 
 
 class Construction(Claim):
@@ -190,7 +208,8 @@ class Construction(Claim):
                  r"\delta_{ij}")
     explanation = _CONSTRUCTION_WORDING
     predictions = {"max_abs_error": _ZERO}
-    planted_errors = (SOFTMAX_TEMPERATURE_THEORY, KERNEL_SCALE_THEORY, SCORE_TEMPERATURE_EXPERIMENT)
+    planted_errors = (SOFTMAX_TEMPERATURE_THEORY, KERNEL_SCALE_THEORY, SCORE_TEMPERATURE_EXPERIMENT,
+                      SOFTMAX_SLIGHTLY_HOT_THEORY, SCORE_SLIGHTLY_HOT_EXPERIMENT)
 
     def constants(self, s):
         return {"max_abs_error": 0.0}
@@ -256,26 +275,45 @@ class Construction(Claim):
         ctx.note(self.explanation.strip())
         ef, ev, eq, ero = self._errors(s, m, m["X"], m["y"], m["f"], m["v"], m["probs"])
         rel = np.maximum(np.maximum(ef.max(0), ev.max(0)), ero)
+        p = theory.paper()
+        fs, Es = p.functional_gd_states(s.kernel, m["X"], m["y"], m["W"], m["gammas"], s.scale)
+        fl, El = p.functional_gd_states(s.kernel, m["X"], m["y"], m["W"], m["gammas"], s.scale, dtype=np.longdouble)
+        size = term_size(s.kernel, m["X"], s.N, s.scale, m["gammas"], m["W"])
+        floor = float(max((np.abs(fs - fl).max((0, 2, 3)) / size).max(), (np.abs(Es - El).max((0, 2, 3)) / size).max()))
+        ctx.measure("roundoff_floor_relative", floor)
+        tol, why = roundoff_tolerance(floor)
         wins = np.asarray(m["wins"])
         ctx.measure("lam", m["lam"])
         ctx.measure("max_error_relative_to_term_size", float(rel.max()))
         ctx.measure("fraction_prompts_point_loses_own_argmax", float((~wins).mean()))
-        ctx.close(f"construction = {s.K}-step functional GD (f at all {s.N + 1} positions, v at context, "
-                  f"readout), erase={s.erase}; error / (size of the summed terms)", key="max_abs_error",
-                  measured=float(rel.max()), atol=1e-10,
-                  why=EXACT_WHY + "; divided by the size of the summed terms (≥ 1; round-off is "
-                  "relative, and the exp kernel can make terms of order 1e6)")
+        leak = _dot_erase_leak(m["X"][:, :s.N], m["lam"]) if s.erase == "dot" else 0.0
+        ctx.measure("erase_weight_off_own_token", leak)
+        if s.erase == "dot" and leak > 1e-12 and float(rel.max()) > tol:
+            # the claim's premise: an erase head that is a δ (as the rbf guard in measure)
+            ctx.inconclusive(
+                f"the dot-product erase head is not a Kronecker δ here (up to {min(leak, 1.0):.2g} of a row's weight "
+                f"off its own token at λ = {m['lam']:.3g}: {(~wins).mean():.1%} of the prompts have a context point "
+                f"that loses its own argmax), which the claim assumes; the construction then differs from "
+                f"functional GD by {float(rel.max()):.3g} of the terms' size (the evidence names the first wrong "
+                "block) — a finding about this realisation of the erase head, not a counterexample; x on the "
+                "sphere makes the dot erase a δ")
+        else:
+            ctx.close(f"construction = {s.K}-step functional GD (f at all {s.N + 1} positions, v at context, "
+                      f"readout), erase={s.erase}; error / (size of the summed terms)", key="max_abs_error",
+                      measured=float(rel.max()), atol=tol,
+                      why=why + "; divided by the size of the summed terms (≥ 1; round-off is "
+                      "relative, and the exp kernel can make terms of order 1e6)")
         per_block = {f"block {k}": {"v slots": float(ev[k].max()), "f slots": float(ef[k].max()),
                                     "query prediction f": float(eq[k].max())} for k in range(s.K + 1)}
         ctx.evidence["error per block (relative)"] = per_block
 
         def first(arr):
-            bad = [k for k in range(s.K + 1) if arr[k].max() > 1e-10]
+            bad = [k for k in range(s.K + 1) if arr[k].max() > tol]
             return bad[0] if bad else None
 
         ctx.evidence["first block with wrong v slots"] = first(ev)
         ctx.evidence["first block with wrong query prediction"] = first(eq)
-        bad = rel > 1e-10
+        bad = rel > tol
         ctx.evidence["erase"] = {"kind": s.erase, "lambda": m["lam"], "x_dist": s.x_dist}
         ctx.evidence["fraction_prompts_point_loses_own_argmax"] = float((~wins).mean())
         ctx.evidence["fraction_prompts_error_above_1e-10"] = float(bad.mean())

@@ -116,16 +116,19 @@ class Paper:
         return _normalise_exp(f @ W_e)
 
     def functional_gd_states(self, kernel: str, X: np.ndarray, labels: np.ndarray, W_e: np.ndarray,
-                             gammas, scale: float, kap: np.ndarray | None = None):
+                             gammas, scale: float, kap: np.ndarray | None = None, dtype=float):
         r"""K steps of functional GD at every position (the step "one GD step is the kernel update"):
         :math:`f_{k+1}(x_j)=f_k(x_j)+\sum_i\tilde\kappa(x_j,x_i)\Gamma_k[w_{e,y_i}-\mathbb E(w_e)|_{f_k(x_i)}]`.
         Returns ``f`` ``(K+1, B, N+1, d')`` and ``E`` at the context points ``(K+1, B, N, d')``;
-        ``kap`` overrides the kernel matrix ``(B, N+1, N)``."""
+        ``kap`` overrides the kernel matrix ``(B, N+1, N)``; ``dtype``: the recursion's arithmetic
+        (``np.longdouble`` measures how far float64 round-off, amplified over the K steps, moves it)."""
         N = labels.shape[1]
         if kap is None:
             kap = self.kernel(kernel, X, X[:, :N], scale)
+        kap, W_e = np.asarray(kap, dtype), np.asarray(W_e, dtype)
+        gammas = [np.asarray(G, dtype) for G in gammas]
         wy = W_e.T[labels]
-        f = np.zeros(X.shape[:2] + (W_e.shape[0],))
+        f = np.zeros(X.shape[:2] + (W_e.shape[0],), dtype)
         fs, Es = [f], [self.expected_embedding(W_e, f[:, :N])]
         for G in gammas:
             f = f + kap @ ((wy - Es[-1]) @ np.asarray(G).T)
