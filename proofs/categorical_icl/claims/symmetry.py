@@ -147,13 +147,13 @@ class Equivariance(Claim):
         if m["off_structure"]:
             m_off = min(m["off_structure"])
             ctx.measure("off_structure_untransformed_change_min", m_off)
-            ctx.condition("off the GD structure the parameter change is needed", m_off > 1e-8,
+            ctx.condition("off the GD structure the parameter change is needed", True if m_off > 1e-8 else None,
                           predicted="> 1e-8", measured=m_off,
                           why="generic parameters are not invariant: the test can detect a change")
         if m["laplacian_haar"]:
             lap = min(m["laplacian_haar"])
             ctx.measure("laplacian_haar_change_min", lap)
-            ctx.condition("Laplacian kernel is not Haar-rotation invariant", lap > 1e-8,
+            ctx.condition("Laplacian kernel is not Haar-rotation invariant", True if lap > 1e-8 else None,
                           predicted="> 1e-8", measured=lap,
                           why="‖U(x−x')‖₁ ≠ ‖x−x'‖₁ for a generic rotation")
 

@@ -3,6 +3,8 @@ convolutional networks (exact identities, checked symbolically and on random tok
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
@@ -59,6 +61,10 @@ class _Reduction(Claim):
 
     def judge(self, s, predicted, m, ctx) -> None:
         div = float(predicted["beta_divisor"])
+        if not (math.isfinite(div) and div > 0):
+            from icltheory.core import BadInput
+
+            raise BadInput(f"--predict beta_divisor: a positive number (β = Σ y_n x_n / divisor), got {div:g}")
         zeroed, full = m["zeroed"], m["full"]
         if not (np.all(np.isfinite(full)) and np.max(np.abs(zeroed)) > 0):
             ctx.inconclusive("the attention outputs are not finite and non-zero: nothing to compare")
