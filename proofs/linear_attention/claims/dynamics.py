@@ -911,8 +911,11 @@ class RankPlateaus(Claim):
                 # measured: the directions on both sides of the plateau were learned by the same
                 # head(s) — one rank-R head's follower lagging its leader, not a new escape
                 order_k, group_of = rd.order[k], {d: g for g, ds in enumerate(m["groups"][k]) for d in ds}
+                # (only where the plateau is no longer than 4× the follower's estimated lag: a head that
+                # learns its R directions one at a time, far apart, is what the rank-R picture excludes)
                 same = [x for x in extra if x not in lagging and 0 < x < len(order_k)
-                        and group_of.get(order_k[x - 1], -1) == group_of.get(order_k[x], -2)]
+                        and group_of.get(order_k[x - 1], -1) == group_of.get(order_k[x], -2)
+                        and flat[x] <= 4 * lags.get(x, math.inf)]
                 if same:
                     ctx.inconclusive(f"{label}: clear plateau(s) inside a stage at m = {same} (flat "
                                      + ", ".join(f"{flat[x]:.2g}" for x in same) + " in ln t), with the directions on "
