@@ -243,3 +243,22 @@ def test_trajectory_holds_where_the_training_set_is_fitted_exactly():
     nudged = next(e for e in c.planted_errors if "1e-9" in e.what)
     with planted(nudged):
         assert run_check(c, s).verdict == "fails"
+
+
+def test_zero_is_checked_to_be_a_saddle_and_a_minimum_would_fail():
+    """The merged claim says M = 0 is a saddle: the parameter gradient vanishes there and a head
+    along ±Λ² lowers / raises the loss; a judge fed a measurement where both directions rise (a
+    minimum) fails."""
+    from icltheory.core import judge_claim, measure_claim
+
+    c = get_claim("linattn.merged.fixed-points")
+    s = c.setting({"profile": "quick"})
+    m = measure_claim(c, s)
+    assert m.values["zero_gradient"] == 0.0
+    down, up = m.values["zero_loss_changes"]
+    assert down < 0 < up
+    v = judge_claim(c, s, m)
+    assert v.verdict == "holds"
+    m.values["zero_loss_changes"] = [abs(down), up]
+    bad = judge_claim(c, s, m)
+    assert bad.verdict == "fails" and [x.name for x in bad.failed_checks()][0].startswith("M = 0 is a saddle")
