@@ -111,9 +111,13 @@ def isotropic_run(C: np.ndarray, L: float, eta: float, steps: int, thresholds,
                                  if len(t) > 1 and t[1] == 1 and p[1] < 1 else float("nan"))
     T0 = float(threshold_times(t, p, [late_from])[0])
     use = (t >= T0) & (p < 1.0)
-    out["late_exponent"] = (loglog_fit(t[use], 1 - p[use]).slope
-                            if np.isfinite(T0) and use.sum() >= 10 and t[use][-1] > 2 * t[use][0]
-                            else float("nan"))
+    out["late_exponent"] = out["late_exponent_misfit"] = float("nan")
+    if np.isfinite(T0) and use.sum() >= 10 and t[use][-1] > 2 * t[use][0]:
+        fit = loglog_fit(t[use], 1 - p[use])
+        res = np.log(1 - p[use]) - (fit.intercept + fit.slope * np.log(t[use]))
+        out["late_exponent"] = fit.slope
+        # the slope's first-order response to deviations as large as the fit's own residuals
+        out["late_exponent_misfit"] = float(np.sum(np.abs(fit.weights) * np.abs(res)))
     return out
 
 
