@@ -334,7 +334,7 @@ about a minute and a half. Reported: the trained Transformer's $Q_x^\top K_x$ di
             ctx.note(f"Not judged at L={between}: the paper's sweep places its threshold {T:g} only between "
                      f"{T_below:g} and {T_above:g} prompts (the sweep point nearest it included).")
         for L in ([] if off else sizes):
-            if T_below < L < T_above:
+            if T_below < L < T_above or L == T:
                 continue
             tf, gd = f"TF L={L}", f"GD L={L}"
             if L <= T_below:

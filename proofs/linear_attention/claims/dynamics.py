@@ -204,22 +204,23 @@ def _solver_accurate(ctx, ra, drops, label: str) -> bool:
 
 
 def _level_tolerance(s, ra, drops, k: int) -> dict:
-    """How closely row k of a population run's loss curve is known (``judge_visits``' level
-    check): an adaptive flow's to the loss resolution its measured error was checked against ÷
-    :data:`SOLVER_MARGIN` (:func:`_solver_accurate`; without a re-solve, not judged), GD's to
-    float64 rounding (it is the exact GD iteration of the population loss)."""
-    scale = float(np.sum(s.lam))
-    if s.integrator != "flow":
-        return {"level_tol": 1e-12 * scale,
-                "level_why": "the exact population GD iteration, to float64 rounding (1e-12 of tr Λ)"}
-    if ra.solver is None or ra.solver.get("accuracy") is None:
+    """The resolution of ``judge_visits``' level check on row k of a population run: the plateau
+    readers' loss resolution (the smaller of :data:`_RESOLUTION` × the row's loss range and half
+    the smallest drop) ÷ :data:`SOLVER_MARGIN`.  At a finite init the run passes a saddle a little
+    off it (the next direction already growing as the last settles: ~1e-9–1e-5 of the range,
+    shrinking with the init), far inside this; an adaptive flow's measured error was checked to
+    be below it too (:func:`_solver_accurate`; without a re-solve the flow is not judged here);
+    GD is the exact population iteration."""
+    if s.integrator == "flow" and (ra.solver is None or ra.solver.get("accuracy") is None):
         return {}
     span = float(ra.loss[k, 0] - np.min(ra.loss[k]))
     res_l = min(_RESOLUTION * span, 0.5 * float(np.min(drops)))
+    what = ("the adaptive flow's loss curve, whose measured error (re-solved at tighter tolerances) was checked "
+            "to be below this" if s.integrator == "flow" else "the exact population GD iteration")
     return {"level_tol": res_l / SOLVER_MARGIN,
-            "level_why": f"the adaptive flow's loss curve, whose measured error (re-solved at tighter tolerances) "
-                         f"was checked to be below this: the smaller of {_RESOLUTION:g} × its loss range and half "
-                         f"the smallest drop, ÷ {SOLVER_MARGIN:g}"}
+            "level_why": f"{what}; a run passes a saddle a little off it at a finite init (far less than this "
+                         f"at a small one): the plateau readers' loss resolution, the smaller of {_RESOLUTION:g} × "
+                         f"the loss range and half the smallest drop, ÷ {SOLVER_MARGIN:g}"}
 
 
 def _accuracy_excess(ra, drops) -> dict | None:
