@@ -149,6 +149,11 @@ class ScalarOde(Claim):
             ctx.inconclusive(f"simulator (a) ran {s.steps * s.lr:.3g} τ, less than 1.1 × the flow's escape time "
                              f"{m['T_flow']:.3g} τ: too short to compare (raise steps)")
             return
+        if m["T_flow"] < 10 * s.lr or s.v0 * (1 + 1e-3) >= m["v_star"] / 2:
+            ctx.inconclusive(f"v0 = {s.v0:.6g} is within the perturbation's reach (1e-4 of every weight, ×10) of "
+                             f"v*/2 = {m['v_star'] / 2:.6g}, or the flow escapes in fewer than 10 GD steps "
+                             f"({m['T_flow']:.3g} τ at η = {s.lr:.3g}): simulator (a) cannot time the escape")
+            return
         if not (math.isfinite(gd["perturbed"]) and math.isfinite(gd["on_ansatz"])):
             ctx.condition("simulator (a) escapes the plateau", False, key="escape_time", measured=None,
                           why="the head must reach v*/2 within 1.1× the flow's escape time")
