@@ -311,16 +311,14 @@ about a minute and a half. Reported: the trained Transformer's $Q_x^\top K_x$ di
         #    when both are (an under-trained GD(L_a) would fake a gap)
         G_below = max([float(g) for g in paper.DATA_GRID if g < G], default=G)  # "L < G": the sweep's last point below
         below = [L for L in sizes if L <= G_below]
-        if off:
-            pass
-        elif below and big >= G:
+        if below and big >= G and not off:
             La = below[-1]
             c_need = {f"GD L={big}": "on its plateau"}
             r_need = {f"GD L={La}": "on its plateau", f"GD L={big}": "on its plateau"}
             self._bounded(ctx, f"GD converged by L={La} (< {G:g}): NLL within the tolerance of L={big}",
                           m[f"GD L={La}"]["nll_exact"] - gd_big, window, confirm_below=True,
                           confirm_block=blocked(c_need), refute_block=blocked(r_need), key="gd_converged_by")
-        else:
+        elif not off:
             ctx.note(f"GD's convergence below {G:g} prompts is not judged: the grid {sizes} needs an L at "
                      f"or below {G_below:g} (the paper's sweep point below {G:g}) and a largest L at or above {G:g}.")
         # 2. below T the Transformer does not match: confirmed when it is on its plateau (an

@@ -18,7 +18,7 @@ __all__ = ["Training"]
 
 _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722, 0.724, 0.719, 0.727],
           "K=2, trained-TF accuracy": [0.524, 0.609, 0.670, 0.687, 0.700, 0.704, 0.712, 0.720],
-          "K=2, trained-TF NLL": [1.743, 1.434, 1.165, 1.079, 1.021, 1.001, 0.972, 0.968],
+          "K=2, trained-TF NLL": None,  # the theory's TABLE_K2_TF_NLL (read when judged)
           "L=2048, GD accuracy (K=1..6)": [0.702, 0.718, 0.729, 0.731, 0.728, 0.727],
           "L=2048, trained-TF accuracy (K=1..6)": [0.575, 0.524, 0.474, 0.479, 0.481, 0.483],
           "scale": "C=25, d'=5, d=10, N=125 (code), 5000 Adam steps, batch 512, 5 seeds, GPU"}
@@ -121,7 +121,10 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
                                            "TF QxᵀKx distance to scaled I (closest head of block 1)":
                                                round(m[f"TF L={L}"]["qk_distance"], 3)} for L in sizes})
         ctx.measure("bayes_accuracy", m["bayes_accuracy"])
-        ctx.evidence["paper"] = _PAPER
+        from importlib import import_module
+
+        table = import_module(f"{THEORY}._paper").TABLE_K2_TF_NLL
+        ctx.evidence["paper"] = {**_PAPER, "K=2, trained-TF NLL": list(table)}
         ctx.plot(Plot(f"Training curves (validation NLL), K={s.K}, N={s.N}", "Adam step", "validation NLL",
                       series=[Series([c[0] for c in m[f"{nm} L={L}"]["curve"]],
                                      [c[2] for c in m[f"{nm} L={L}"]["curve"]], f"{nm}, L={L}",

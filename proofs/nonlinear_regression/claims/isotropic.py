@@ -10,7 +10,7 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series
 
 from ..settings import AsymptoteSetting, IsotropicSetting
-from ._common import (ARCH, ARXIV, MIN_STEPS_FOR_RATE, PKG, descends, model_a_step_cost, rules,
+from ._common import (ARCH, ARXIV, MIN_STEPS_FOR_RATE, PKG, descends, half_step_lag, model_a_step_cost, rules,
                       runs, theory)
 
 __all__ = ["TwoPhase", "Asymptote", "isotropic_measure", "small_step_ok", "PLANT_TEMPERATURE",
@@ -32,10 +32,15 @@ PLANT_NORMALISATION = PlantedError(
     lambda orig: (lambda C: orig(C) * (C.shape[0] - 1) / C.shape[0]))
 
 
-def isotropic_measure(s, run, thresholds, late_from: float) -> dict:
-    """The one model-A run of the isotropic claims."""
+def isotropic_measure(s, run, thresholds, late_from: float, *, half_step: bool = False) -> dict:
+    """The one model-A run of the isotropic claims (``half_step``: and the same problem again at
+    half the step for twice the steps, its crossings as ``T_half_step``: GD's lag, measured)."""
     C = runs.orthonormal_problem(s.task, s.K, s.cov_draws, run.rng(1))
-    return runs.isotropic_run(C, s.L, s.eta, s.steps, thresholds, late_from, tick=run.tick)
+    out = runs.isotropic_run(C, s.L, s.eta, s.steps, thresholds, late_from, tick=run.tick)
+    if half_step:
+        out["T_half_step"] = runs.isotropic_run(C, s.L, s.eta / 2, 2 * s.steps, thresholds, late_from,
+                                                tick=run.tick)["T"]
+    return out
 
 
 def small_step_ok(ctx, K: int, eta_c: float, label: str) -> bool:
@@ -150,7 +155,7 @@ class TwoPhase(Claim):
         else:
             th = theory.theory()
             dev = abs(th.local_late_exponent(float(deltas[0])) - th.late_exponent)
-            misfit = float(m.get("late_exponent_misfit", 0.002))
+            misfit = float(m["late_exponent_misfit"])
             ctx.close("late exponent of 1 − p(t)", key="late_exponent", measured=late,
                       atol=2 * dev + 2 * misfit,
                       why=f"the flow's local exponent at δ = {deltas[0]:g} is within {dev:.3g} of "
@@ -224,12 +229,7 @@ class Asymptote(Claim):
 
     def measure(self, s: AsymptoteSetting, run) -> dict:
         deltas = sorted(s.deltas, reverse=True)
-        out = isotropic_measure(s, run, [1 - x for x in deltas], 1 - deltas[0])
-        # the same run at half the step: GD's lag behind its flow, measured (T(η/2) − 2T(η) steps)
-        C = runs.orthonormal_problem(s.task, s.K, s.cov_draws, run.rng(1))
-        half = runs.isotropic_run(C, s.L, s.eta / 2, 2 * s.steps, [1 - x for x in deltas], 1 - deltas[0],
-                                  tick=run.tick)
-        out["T_half_step"] = half["T"]
+        out = isotropic_measure(s, run, [1 - x for x in deltas], 1 - deltas[0], half_step=True)
         out["K_runs"] = []
         for k, eta, n in zip(s.Ks, s.Ks_eta, s.Ks_steps):
             C = runs.orthonormal_problem(s.task, int(k), s.cov_draws, run.rng(1, int(k)))
@@ -252,10 +252,10 @@ class Asymptote(Claim):
             ctx.inconclusive(f"T(1 − {deltas[0]:g}) = {T[0]:.3g} steps is too few for GD to "
                              f"resolve the flow (< {MIN_STEPS_FOR_RATE}); lower η")
         else:
-            self._judge_late(s, P, T, deltas, ctx, m.get("T_half_step"))
+            self._judge_late(s, P, T, deltas, ctx, m["T_half_step"])
         self._judge_first_phase(s, P, m, ctx)
 
-    def _judge_late(self, s, P, T, deltas, ctx, m_half=None) -> None:
+    def _judge_late(self, s, P, T, deltas, ctx, T_half) -> None:
         th = theory.theory()
         ctx.measure("T_delta", T.tolist())
         dev = (np.asarray(P["T_flow"]) / np.asarray(P["T_asymptotic"]) - 1).tolist()
@@ -269,9 +269,8 @@ class Asymptote(Claim):
                   why="5% (the claim's): the exact flow time is the leading term × (1 + 4δ + "
                       "O(δ²(K + log 1/δ))), i.e. ≤ 4.5% for δ ≤ 0.01 and K ≤ 16")
         lag = np.asarray(th.euler_lag(1 - deltas, s.K)) + 1.0
-        half = np.asarray(m_half, float) if m_half is not None else None
-        measured_lag = (np.abs(half - 2 * T) if half is not None and np.all(np.isfinite(half)) else None)
-        if measured_lag is not None:
+        measured_lag = half_step_lag(T, T_half)
+        if np.all(np.isfinite(measured_lag)):
             lag = np.maximum(lag, measured_lag + 1.0)
             ctx.measure("gd_lag_steps_measured", measured_lag.tolist())
         ctx.close("T(1−δ) vs the exact isotropic flow time", key="T_flow", measured=T,
@@ -298,8 +297,9 @@ class Asymptote(Claim):
             flow.append(f)
             ratios.append(r["T"] * eta * s.L**2 / k**2)
             lag_k = float(th.euler_lag(0.5, k))
-            if math.isfinite(r.get("T_half_step", math.nan)):  # measured at half the step
-                lag_k = max(lag_k, abs(r["T_half_step"] - 2 * r["T"]))
+            measured_k = float(half_step_lag(r["T"], r["T_half_step"]))
+            if math.isfinite(measured_k):
+                lag_k = max(lag_k, measured_k)
             tols.append(2 * (lag_k + 1.0) * eta * s.L**2 / k**2)
         if not ratios:
             return
