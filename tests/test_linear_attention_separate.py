@@ -772,3 +772,16 @@ def test_chunked_sampling_gives_the_one_piece_draws_and_moments(P, N, D, chunk):
         m, spread = dt._moments_and_spread(np.diag(Lam), N, P, np.random.default_rng(3))
         assert m.C.tobytes() == models.empirical_moments(X, y).C.tobytes()
         assert spread.tobytes() == dt.growth_rate_spread(X, y).tobytes()
+
+
+def test_mse_change_is_the_difference_of_the_two_losses():
+    """The moments' loss change 2Δ·(CΘ − g) + ΔᵀCΔ equals mse(Θ₂) − mse(Θ) where float64 resolves
+    the difference (a control: a wrong sign on the linear term would be off by O(1))."""
+    mom = models.population_moments([0.4, 0.3, 0.2], 7)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 9)), rng.standard_normal((2, 9))
+    direct = mom.mse(b) - mom.mse(a)
+    assert np.allclose(mom.mse_change(a, b), direct, rtol=1e-12, atol=1e-14)
+    d = b - a
+    flipped = -2.0 * np.einsum("si,si->s", d, mom.grad_half(a)) + np.einsum("si,ij,sj->s", d, mom.C, d)
+    assert not np.allclose(flipped, direct, rtol=1e-3)

@@ -165,7 +165,7 @@ class ScalarOde(Claim):
         disc = abs(gd["on_ansatz"] - m["T_flow"])
         # the perturbation moves the head's start by ~1e-4·v0, so its escape by ~1e-4·v0/v̇(v0) at first
         # order (≈ 1e-4·T for a small v0, where T ≈ v0/v̇(v0)); allowed 10×
-        shift = 1e-3 * s.v0 / m["rate_at_v0"] if m.get("rate_at_v0") else 1e-3 * m["T_flow"]
+        shift = 1e-3 * s.v0 / m["rate_at_v0"]  # the rate is > 0 below v*/2 (checked above)
         ctx.close("plateau length of full ATTN_S parameters (population GD, 2 heads, off the ansatz)",
                   key="escape_time", measured=gd["perturbed"], atol=disc + 2 * s.lr + shift,
                   why=f"GD discretisation, measured as |GD on the ansatz − flow| = {disc:.3g} τ; 2η interpolation; "

@@ -22,14 +22,6 @@ __all__ = ["SeparateFixedPoints"]
 _ALPHA = 9.99e-4  # family-wise significance of the mean tests (under 1e-3 also after rounding)
 
 
-def _loss_change(mom, theta, theta2) -> float:
-    """mse(Θ₂) − mse(Θ) as 2Δ·(CΘ − g) + ΔᵀCΔ (Δ = Θ₂ − Θ): the change itself, not the
-    difference of two O(L) floats, which rounding swamps when the direction moved carries a
-    small eigenvalue (a drop of 1e-11·L is then below float64 resolution of L)."""
-    d = theta2 - theta
-    return float(2.0 * np.einsum("si,si->s", d, mom.grad_half(theta))[0]
-                 + np.einsum("si,ij,sj->s", d, mom.C, d)[0])
-
 class SeparateFixedPoints(Claim):
     id = "linattn.separate.fixed-points"
     title = "ATTN_S has 2^D fixed points in function space, one per learned subset; only the full set is a minimum"
@@ -113,7 +105,7 @@ class SeparateFixedPoints(Claim):
                 q = {n: v.copy() for n, v in p.items()}
                 e = 0.05 * opt[j] ** (1 / 3)
                 q["r"][0, h, 0], q["K"][0, h, 0, j], q["Q"][0, h, 0, j] = e, e, e
-                minima += _loss_change(mom, th, model.theta(q)) >= 0.0
+                minima += float(mom.mse_change(th, model.theta(q))[0]) >= 0.0  # the change, not two losses
             else:  # all learned: no random perturbation may lower the loss
                 ok = True
                 for _ in range(20):

@@ -92,6 +92,13 @@ class QuadraticMoments:
         C, g = Cg if Cg is not None else self.on(xp)
         return xp.einsum("si,ij,sj->s", theta, C, theta) - 2.0 * xp.einsum("si,i->s", theta, g) + self.s
 
+    def mse_change(self, theta, theta2) -> np.ndarray:
+        """mse(Θ₂) − mse(Θ) per row, as 2Δ·(CΘ − g) + ΔᵀCΔ (Δ = Θ₂ − Θ): the change itself,
+        not the difference of two O(L) floats, which rounding swamps when the change is small
+        against L (a direction with a small eigenvalue, a second-order move from a saddle)."""
+        d = np.asarray(theta2) - np.asarray(theta)
+        return 2.0 * np.einsum("si,si->s", d, self.grad_half(theta)) + np.einsum("si,ij,sj->s", d, self.C, d)
+
     def grad_half(self, theta, xp=NUMPY, Cg: tuple | None = None):
         r"""$\partial L_{1/2}/\partial\Theta=C\Theta-g$."""
         C, g = Cg if Cg is not None else self.on(xp)
