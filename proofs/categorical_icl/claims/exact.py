@@ -266,9 +266,11 @@ class Construction(Claim):
         return {"W": W, "X": X, "y": y, "gammas": gam, "lam": lam, "f": f, "v": v, "probs": probs,
                 "wins": ex.model.own_argmax_fraction(X[:, :N]), "lams": lams, "scan": scan}
 
-    def _errors(self, s, m, X, y, f, v, probs):
+    def _errors(self, s, m, X, y, f, v, probs, states=None):
+        """Errors of f, v, the query's f and the readout against functional GD (``states``: its
+        (f, E) states at these prompts when already computed)."""
         p = theory.paper()
-        fs, Es = p.functional_gd_states(s.kernel, X, y, m["W"], m["gammas"], s.scale)
+        fs, Es = states if states is not None else p.functional_gd_states(s.kernel, X, y, m["W"], m["gammas"], s.scale)
         size = term_size(s.kernel, X, s.N, s.scale, m["gammas"], m["W"])
         ef = np.abs(f - fs).max((2, 3)) / size  # (K+1, B)
         ev = np.abs(v - Es).max((2, 3)) / size
@@ -278,10 +280,10 @@ class Construction(Claim):
 
     def judge(self, s, predicted, m, ctx):
         ctx.note(self.explanation.strip())
-        ef, ev, eq, ero = self._errors(s, m, m["X"], m["y"], m["f"], m["v"], m["probs"])
-        rel = np.maximum(np.maximum(ef.max(0), ev.max(0)), ero)
         p = theory.paper()
         fs, Es = p.functional_gd_states(s.kernel, m["X"], m["y"], m["W"], m["gammas"], s.scale)
+        ef, ev, eq, ero = self._errors(s, m, m["X"], m["y"], m["f"], m["v"], m["probs"], states=(fs, Es))
+        rel = np.maximum(np.maximum(ef.max(0), ev.max(0)), ero)
         fl, El = p.functional_gd_states(s.kernel, m["X"], m["y"], m["W"], m["gammas"], s.scale, dtype=np.longdouble)
         size = term_size(s.kernel, m["X"], s.N, s.scale, m["gammas"], m["W"])
         floor = float(max((np.abs(fs - fl).max((0, 2, 3)) / size).max(), (np.abs(Es - El).max((0, 2, 3)) / size).max()))

@@ -113,13 +113,15 @@ def proved_term(key: str, s, *, lower: bool = False) -> float | None:
         return None
 
 
-def upper_check(ctx, name: str, key: str, log_observed: float, what: str,
+def upper_check(ctx, s, name: str, key: str, log_observed: float, what: str,
                 proved: float | None = None) -> float:
     """Record 'max observed ≤ predicted[key]' (float, relative slack 1e-9); returns the
     tightness observed/predicted.  A sample can only refute a bound: it passes only where the
-    prediction is at least ``proved`` (the derivation's value; None: the prediction is taken as
-    proved); below it a sample that stays under the prediction leaves it undecided, and a
-    sample with nothing observed (−inf) decides nothing."""
+    prediction is at least ``proved`` (default: the derivation's term ``key`` at the setting, by
+    :func:`proved_term`; a key that is no term of the derivation is taken as proved); below it a
+    sample that stays under the prediction leaves it undecided, and a sample with nothing
+    observed (−inf) decides nothing."""
+    proved = proved_term(key, s) if proved is None else proved
     pred = float(ctx.predicted[key])
     lp = math.log(pred) if pred > 0 else -math.inf
     lo = float(log_observed)
@@ -141,11 +143,11 @@ def upper_check(ctx, name: str, key: str, log_observed: float, what: str,
     return tight
 
 
-def lower_check(ctx, name: str, key: str, log_observed: float, what: str,
-                proved: float | None = None) -> None:
+def lower_check(ctx, s, name: str, key: str, log_observed: float, what: str) -> None:
     """Record 'min observed ≥ predicted[key]'; as :func:`upper_check`, a sample only refutes:
-    a prediction above ``proved`` (the derivation's lower bound) is undecided when the sample
+    a prediction above the derivation's lower bound for ``key`` is undecided when the sample
     stays above it."""
+    proved = proved_term(key, s, lower=True)
     pred = float(ctx.predicted[key])
     lp = math.log(pred) if pred > 0 else -math.inf
     lo = float(log_observed)

@@ -18,7 +18,7 @@ from ._common import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_runs, bnb
                        bnb_memory, bound_tenth, certificate_check, certified_slip,
                        checked_proved, closed_form_tenth,
                        drop_projection, logits_doubled, lower_check, other_loss, premise_check,
-                       premise_cost, proved_term, search_cost, temperature, upper_check, witness_bound,
+                       premise_cost, search_cost, temperature, upper_check, witness_bound,
                        witness_cost)
 from ..settings import (CandidateSetting, RescaledSetting, SoftmaxRegressionSetting, candidate_ball,
                        reference_instance)
@@ -242,11 +242,9 @@ class _LipschitzFamily(_SoftmaxClaim):
         for key, text in _LEMMA_TEXT[self.loss].items():
             what = f"over {k} random pairs"
             if key == "alpha_lower":
-                lower_check(ctx, f"lemma {text}", key, m["lemmas"][key], f"smallest α {what}",
-                            proved=proved_term(key, s, lower=True))
+                lower_check(ctx, s, f"lemma {text}", key, m["lemmas"][key], f"smallest α {what}")
             else:
-                t = upper_check(ctx, f"lemma {text}", key, m["lemmas"][key], f"max {what}",
-                                proved=proved_term(key, s))
+                t = upper_check(ctx, s, f"lemma {text}", key, m["lemmas"][key], f"max {what}")
                 ctx.measure(f"tightness_{key}", t)
         th = theory.theory()
         # the proofs a verdict may rest on: the derivation's terms (the closed form only with
@@ -269,12 +267,11 @@ class _LipschitzFamily(_SoftmaxClaim):
         for key in self.families:
             witness_bound(ctx, f"search (arb-certified witness) vs {key}", key, m, proved, what)
             ctx.measure(f"tightness_{key}", m["witness_lower"] / float(predicted[key]))
-            upper_check(ctx, f"worst local Hessian norm ≤ {key}", key, m["log_hessian_max"],
+            upper_check(ctx, s, f"worst local Hessian norm ≤ {key}", key, m["log_hessian_max"],
                          f"largest ‖∇²L‖₂ at {k} random points and the worst pair", proved=proved)
         if "log_far_ratio" in m:
-            upper_check(ctx, "closed-form bound also outside the ball (‖x‖, ‖y‖ ≤ 10R)",
-                         "closed_form", m["log_far_ratio"], f"max over {k} pairs scaled by 10",
-                         proved=proved_term("closed_form", s))
+            upper_check(ctx, s, "closed-form bound also outside the ball (‖x‖, ‖y‖ ≤ 10R)",
+                         "closed_form", m["log_far_ratio"], f"max over {k} pairs scaled by 10")
         ctx.measure("worst_ratio", math.exp(m["log_worst_ratio"]))
         ctx.measure("witness_certified_lower", m["witness_lower"])
         ctx.evidence["worst_pair"] = m["witness"]

@@ -6,7 +6,7 @@ import math
 
 from icltheory.core import Claim, Cost, PlantedError, Prediction, lazy_module
 
-from ._common import (PKG, bound_quarter, logits_doubled, proved_term, search_cost, temperature,
+from ._common import (PKG, bound_quarter, logits_doubled, search_cost, temperature,
                        upper_check, witness_bound)
 from ..settings import ShiftSetting, SoftmaxRegressionSetting
 
@@ -72,10 +72,10 @@ class IclShiftClaim(_ShiftClaim):
         ctx.close("normalized: B̃ − B = −(F(X_{t+1}) − F(X_t)) (max abs error)", predicted=0.0,
                   measured=m["shift_identity_error"], atol=1e-13,
                   why="entries of F and B are O(1): the subtraction's rounding is ≲ 4·eps")
-        upper_check(ctx, "normalized: ‖B̃ − B‖ ≤ (a/2)‖ΔX‖ (random moves)",
-                     "normalized_shift_factor", m["log_shift_ratio"], f"max over {k} random moves", proved=proved_term("normalized_shift_factor", s))
-        upper_check(ctx, "normalized: ‖B̃ − B‖ ≤ chain factor", "normalized_shift_factor_chain",
-                     m["log_shift_ratio"], "the lemma-chain C5 bound (stacked)", proved=proved_term("normalized_shift_factor_chain", s))
+        upper_check(ctx, s, "normalized: ‖B̃ − B‖ ≤ (a/2)‖ΔX‖ (random moves)",
+                     "normalized_shift_factor", m["log_shift_ratio"], f"max over {k} random moves")
+        upper_check(ctx, s, "normalized: ‖B̃ − B‖ ≤ chain factor", "normalized_shift_factor_chain",
+                     m["log_shift_ratio"], "the lemma-chain C5 bound (stacked)")
         ctx.close("rescaled: residuals coincide (rows scaled by e^{-max})", predicted=0.0,
                   measured=m["rescaled_residual_error"], atol=1e-12 * s.n,
                   why="exact relabelling; entries ≤ 1+n after scaling, rounding ≲ n·eps·α_{t+1}/α_t")
@@ -87,15 +87,15 @@ class IclShiftClaim(_ShiftClaim):
         ctx.close("rescaled: B̃_r − B = (r_t − r_{t+1})/α_t (per row, units of 1 + α_{t+1}/α_t)",
                   predicted=0.0, measured=m["rescaled_shift_identity_error"], atol=1e-12 * s.n,
                   why="two float64 forms of the same row sums: ≲ 4n·eps·(1 + α_{t+1}/α_t)")
-        t = upper_check(ctx, "rescaled: ‖B̃_r − B‖ ≤ a e^{2β}(1+√n)/n ‖ΔX‖",
+        t = upper_check(ctx, s, "rescaled: ‖B̃_r − B‖ ≤ a e^{2β}(1+√n)/n ‖ΔX‖",
                          "rescaled_shift_factor", m["log_rescaled_shift_ratio"],
-                         f"max over {k} random moves", proved=proved_term("rescaled_shift_factor", s))
+                         f"max over {k} random moves")
         ctx.measure("tightness_rescaled_shift", t)
         ctx.close("GD step: L(X_{t+1}; B) = L(X_t; B̃)", predicted=m["gd_loss_moved"],
                   measured=m["gd_loss_shifted"], rtol=1e-12, atol=1e-15,
                   why="exact relabelling; rounding ≲ n²·eps")
-        upper_check(ctx, "GD step: ‖B̃ − B‖ ≤ (a²/4)η‖F − B‖", "gd_shift_factor",
-                     m["log_gd_ratio"], f"max over {k} GD steps with η = {s.eta:g}", proved=proved_term("gd_shift_factor", s))
+        upper_check(ctx, s, "GD step: ‖B̃ − B‖ ≤ (a²/4)η‖F − B‖", "gd_shift_factor",
+                     m["log_gd_ratio"], f"max over {k} GD steps with η = {s.eta:g}")
         th = theory.theory()
         proved = min(th.upper("normalized_shift_factor", s.n, s.R),
                      th.upper("normalized_shift_factor_chain", s.n, s.R))
@@ -164,15 +164,15 @@ class DataMoveClaim(_ShiftClaim):
                   measured=m["loss_shifted"], rtol=1e-12, atol=1e-15,
                   why="B̂ − B = −(F(A_{t+1}) − F(A_t)) from the cancellation-free difference; "
                       "float rounding of O(1) sums ≲ n²·eps")
-        upper_check(ctx, "‖B̂ − B‖_F ≤ M‖ΔA‖₂ (random data moves)", "data_shift_factor",
-                    m["log_data_ratio"], f"max over {k} random moves of A1, A2", proved=proved_term("data_shift_factor", s))
-        t = upper_check(ctx, "rescaled: ‖B̂_r − B‖_F ≤ M_r‖ΔA‖₂ (random data moves)",
+        upper_check(ctx, s, "‖B̂ − B‖_F ≤ M‖ΔA‖₂ (random data moves)", "data_shift_factor",
+                    m["log_data_ratio"], f"max over {k} random moves of A1, A2")
+        t = upper_check(ctx, s, "rescaled: ‖B̂_r − B‖_F ≤ M_r‖ΔA‖₂ (random data moves)",
                         "rescaled_data_shift_factor", m["log_rescaled_data_ratio"],
-                        f"max over {k} random moves", proved=proved_term("rescaled_data_shift_factor", s))
+                        f"max over {k} random moves")
         ctx.measure("tightness_rescaled_data", t)
-        upper_check(ctx, "search: worst ‖ΔF‖/‖ΔA‖₂ ≤ M", "data_shift_factor",
+        upper_check(ctx, s, "search: worst ‖ΔF‖/‖ΔA‖₂ ≤ M", "data_shift_factor",
                     m["log_search_ratio"], f"the worst move of a search over {m['evaluated']} "
-                                           "examples", proved=proved_term("data_shift_factor", s))
+                                           "examples")
         proved = theory.theory().upper("data_shift_factor", s.n, s.R)
         witness_bound(ctx, "certified witness (‖ΔF‖_F/‖ΔA‖_F ≤ ‖ΔF‖/‖ΔA‖₂) vs M",
                       "data_shift_factor", m, proved, "the searched worst data move")
