@@ -648,12 +648,21 @@ def test_softmax_float_bound_slack_pairs():
     1e-9), just beyond fails; the same for lower bounds."""
     from proofs.softmax_regression.claims._common import _SLACK, lower_check, upper_check
 
+    from types import SimpleNamespace
+
     assert _SLACK == 1e-9
+    s = SimpleNamespace(n=4, R=1.0)  # "k" is no term of the derivation: the prediction counts as proved
     for off, ok in ((1e-9 * (1 - 1e-3), True), (1e-9 * (1 + 1e-3), False)):
         ctx = _ctx(k=2.0)
-        upper_check(ctx, "u", "k", math.log(2.0) + off, "t")
-        lower_check(ctx, "l", "k", math.log(2.0) - off, "t")
+        upper_check(ctx, s, "u", "k", math.log(2.0) + off, "t")
+        lower_check(ctx, s, "l", "k", math.log(2.0) - off, "t")
         assert ctx.checks[0].passed is ok and ctx.checks[1].passed is ok
+    # a term of the derivation predicted below its proved value (u = e^{Ax} is e-Lipschitz at R = 1):
+    # a sample under the prediction proves nothing (undecided), one above it refutes
+    for observed, expected in ((1.2, None), (1.6, False)):
+        ctx = _ctx(u_lipschitz=1.5)
+        upper_check(ctx, s, "u", "u_lipschitz", math.log(observed), "t")
+        assert ctx.checks[0].passed is expected
 
 
 def test_training_trend_judgement():
