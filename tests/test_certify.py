@@ -142,6 +142,21 @@ def test_a_bound_below_the_enclosure_is_refuted_at_a_certified_point(cert3):
     assert f"box #{int(cert3.leaf_id[i])}" in rep.bad and "certified in arb" in rep.bad
 
 
+def test_a_box_bounded_by_minus_infinity_is_checked_not_trusted(cert3):
+    # −inf claims the quantity is nowhere defined on the box: the checker encloses it like any
+    # other box, and a finite value there refutes it (also when every box claims it, with a
+    # reported bound of 1e-300 that no box bound exceeds)
+    inside = np.flatnonzero(cert3.leaf_kind != 3)
+    i = int(inside[np.argmax(cert3.leaf_bound[inside])])
+    b = cert3.leaf_bound.copy()
+    b[i] = -np.inf
+    rep = check_certificate(_tamper(cert3, leaf_bound=b))
+    assert rep.status == "refuted" and rep.bad_index == i and "certified in arb" in rep.bad
+    b = np.where(cert3.leaf_kind != 3, -np.inf, cert3.leaf_bound)
+    rep = check_certificate(_tamper(cert3, leaf_bound=b, upper=1e-300, reported=1e-300))
+    assert rep.status == "refuted" and not rep.ok
+
+
 def test_a_reported_bound_below_a_box_bound_is_named(cert3):
     inside = cert3.leaf_kind != 3
     i = int(np.argmax(np.where(inside, cert3.leaf_bound, -np.inf)))

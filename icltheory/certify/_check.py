@@ -138,7 +138,7 @@ def check_certificate(cert: BoxCertificate, *, max_pieces: int | None = None,
                                                     "and the checker cannot confirm it", bad_index=i)
     # (b) every box's bound against the checker's own enclosure, cutting boxes where needed
     cap = max_pieces if max_pieces is not None else 4 * N + 64
-    todo = np.flatnonzero(inside & np.isfinite(bounds))
+    todo = np.flatnonzero(inside)
     pieces, unresolved, first_bad = _bounds_check(dom, lo, hi, bounds, todo, cap, max_depth,
                                                   batch)
     if len(unresolved):
@@ -222,6 +222,9 @@ def _screen(dom: Any, lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, k: int
     vals = np.where(np.isfinite(vals), vals, -np.inf)
     j = np.argmax(vals, axis=1)
     best = vals[np.arange(N), j]
-    excess = (best - bounds) / np.maximum(np.abs(bounds), 1e-300)
-    order = [int(i) for i in np.argsort(-excess) if excess[i] > 0]
+    with np.errstate(invalid="ignore"):
+        # a box bounded by −inf (the quantity nowhere defined on it) is refuted by any finite value
+        excess = np.where(np.isneginf(bounds), np.where(np.isfinite(best), np.inf, -np.inf),
+                          (best - bounds) / np.maximum(np.abs(bounds), 1e-300))
+    order = [int(i) for i in np.argsort(-excess, kind="stable") if excess[i] > 0]
     return [(i, P[i, j[i]]) for i in order]
