@@ -16,6 +16,11 @@ ex = lazy_module("proofs.categorical_icl.experiments")
 
 __all__ = ["Training"]
 
+#: independent repetitions of the whole comparison (fresh initialisations, minibatches and
+#: training prompts; the same test prompts) run when the first shows a trend reversed outright:
+#: a refutation must reproduce in each
+REPLICATES = 2
+
 _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722, 0.724, 0.719, 0.727],
           "K=2, trained-TF accuracy": [0.524, 0.609, 0.670, 0.687, 0.700, 0.704, 0.712, 0.720],
           "K=2, trained-TF NLL": None,  # the theory's TABLE_K2_TF_NLL (read when judged)
@@ -47,12 +52,19 @@ The depth trend (more layers help) is `catgd.depth`.
 Each trend is judged by two one-sided paired confidence bounds over the test prompts at 2e-4 each (the studentized mean's Cornish–Fisher quantiles; undecided when the differences are too skewed or heavy-tailed for their number): **holds**
 when the bound confirms it, **fails** only when the opposite bound shows the trend significantly
 reversed, otherwise undecided (inconclusive) — a trend the run cannot resolve is no evidence against
-the paper. The false-fail probability covers the test-prompt sampling given the trained models (one
-training run per model; its randomness is reported, not controlled); a reversal is not taken as a
-refutation when a model it relies on overfit before the first validation look (early stopping then
-kept an unresolved point of its training, not a trained minimum), nor when such a model was still
-improving at its last look by as much as the reversal over the second half of its training (more
-training could close it). Reported: the trained Transformer's $Q_x^\top K_x$ distance to
+the paper. The false-fail probability covers the test-prompt sampling given the trained models.
+Training's own randomness (initialisation, minibatches, the training prompts) is controlled by
+repetition: when the first comparison shows a trend reversed outright (the GD model not ahead at
+the smallest $L$, or the gap not shrinking at all), the whole comparison is repeated with 2
+independent trainings, and a refutation must reproduce, significant at the same level, in each.
+A reversal is also not taken as a refutation when the GD model at the smallest $L$ is not shown
+better than predicting every class with probability $1/C$ (it learned nothing from its prompts:
+a task with almost no signal, or too few prompts), when a model it relies on overfit before the
+first validation look (early stopping then kept an unresolved point of its training, not a
+trained minimum), nor when such a model was still improving at its last look by as much as the
+reversal over the second half of its training (more training could close it). At the smallest
+sizes (tens of prompts) the Transformer learns next to nothing while the GD model improves, so
+the gap can grow before it shrinks; the paper's trend is stated for 2048 prompts and more. Reported: the trained Transformer's $Q_x^\top K_x$ distance to
 a scaled identity. Paper (GPU, $N=125$, $K=2$, $L$ up to 32768): GD $\approx0.72$, trained TF
 $0.52\to0.72$; our sizes are 10–100× smaller.
 """
@@ -90,25 +102,45 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         val = ex.data.synthetic_dataset(run.rng(2), 512, **gen)
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
         sizes = [int(v) for v in s.train_sizes]
-        pool = ex.data.synthetic_dataset(run.rng(4), sizes[-1], **gen)
         xp = get_backend(s.backend)
         cfg = dict(steps=s.steps, batch=128, clip=10.0, eval_every=max(1, s.steps // 10), xp=xp)
         out = {"bayes_accuracy": float(np.mean(np.argmax(test.p_query, 1) == test.y_query)),
-               "learners": {}, "generator": gen}  # kept for re-evaluation on fresh prompts
-        for j, L in enumerate(sizes):
-            part = pool.take(slice(0, L))
-            for name, learner, lr in (("GD", tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel), 1e-2),
-                                      ("TF", tr.TFLearner(run.rng(5), lay, s.C, s.K), 3e-3)):
-                curve = tr.train(learner, part, val, run.rng(6, L), lr=lr, **cfg)
-                nll, correct, nll_exact = tr.evaluate(learner, test, xp=xp)
-                res = {"accuracy": float(correct.mean()), "nll": float(nll.mean()), "nll_exact": nll_exact,
-                       "curve": curve}
-                if name == "TF":
-                    res["qk_distance"] = min(tr.relative_distance_to_scaled_identity(v)
-                                             for k, v in learner.qk_x().items() if k.startswith("block 1 "))
-                out[f"{name} L={L}"] = res
-                out["learners"][f"{name} L={L}"] = learner
-            run.tick((j + 1) / len(sizes), f"training at L={L}")
+               "uniform_nll": float(np.log(s.C)), "learners": {}, "generator": gen}  # learners: for re-evaluation
+
+        def trained(sizes, pool, streams, what):
+            res_all = {}
+            for j, L in enumerate(sizes):
+                part = pool.take(slice(0, L))
+                for name, learner, lr in (("GD", tr.GDLearner(run.rng(*streams[0]), lay, s.C, s.K, s.kernel), 1e-2),
+                                          ("TF", tr.TFLearner(run.rng(*streams[0]), lay, s.C, s.K), 3e-3)):
+                    curve = tr.train(learner, part, val, run.rng(*streams[1], L), lr=lr, **cfg)
+                    nll, correct, nll_exact = tr.evaluate(learner, test, xp=xp)
+                    res = {"accuracy": float(correct.mean()), "nll": float(nll.mean()), "nll_exact": nll_exact,
+                           "curve": curve}
+                    if name == "TF":
+                        res["qk_distance"] = min(tr.relative_distance_to_scaled_identity(v)
+                                                 for k, v in learner.qk_x().items() if k.startswith("block 1 "))
+                    res_all[f"{name} L={L}"] = res
+                    res_all.setdefault("learners", {})[f"{name} L={L}"] = learner
+                run.tick((j + 1) / len(sizes) if what == "training" else None, f"{what} at L={L}")
+            return res_all
+
+        main = trained(sizes, ex.data.synthetic_dataset(run.rng(4), sizes[-1], **gen), ((5,), (6,)), "training")
+        out["learners"] = main.pop("learners")
+        out.update(main)
+        # A single training run per model leaves its randomness (initialisation, minibatches, the
+        # training prompts) uncontrolled.  Where this run shows a trend reversed outright (the GD
+        # model not ahead at the smallest L, or the gap not shrinking at all), the comparison is
+        # repeated with independent trainings, so that a refutation has to reproduce
+        gap = [float(np.mean(out[f"TF L={L}"]["nll_exact"] - out[f"GD L={L}"]["nll_exact"])) for L in (sizes[0], sizes[-1])]
+        out["replicates"] = []
+        if gap[0] <= 0.0 or gap[1] >= gap[0]:
+            ends = [sizes[0], sizes[-1]]
+            for r in range(REPLICATES):
+                pool = ex.data.synthetic_dataset(run.rng(40, r), ends[-1], **gen)
+                rep = trained(ends, pool, ((41, r), (42, r)), f"replicate {r + 1} of {REPLICATES}")
+                rep.pop("learners")
+                out["replicates"].append(rep)
         return out
 
     def judge(self, s, predicted, m, ctx):
@@ -148,6 +180,38 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         ref1, why1 = _refutable(high1 < pred1, {gd_small: m[gd_small]["curve"]}, by=pred1 - high1)
         ref2, why2 = _refutable(lo2 > 0, {gd_small: (m[gd_small]["curve"], ratio), tf_big: m[tf_big]["curve"]},
                                 by=lo2)
+        # both refutations compare with a GD model that learned from its L_min prompts: one that
+        # does no better than predicting every class with probability 1/C learned nothing there
+        # (a task with almost no signal, or too few prompts), and its comparisons refute nothing
+        u = mean_bounds(m[gd_small]["nll_exact"] - m["uniform_nll"], a_lower=_A, a_upper=_A)
+        ctx.measure("gd_nll_small_L_minus_uniform", float(u.moments.mean))
+        if not (u.ok and u.upper < 0.0):
+            blank = (f"the GD model at L={small} is not shown better than the uniform prediction (NLL "
+                     f"{float(m[gd_small]['nll_exact'].mean()):.4g} against ln C = {m['uniform_nll']:.4g}): it "
+                     "learned nothing from its prompts, so no comparison with it refutes the paper")
+            why1, why2 = (why1 or blank) if ref1 else why1, (why2 or blank) if ref2 else why2
+            ref1 = ref2 = False
+        # a reversal in the first comparison must reproduce in every independent repetition
+        reps = m.get("replicates") or []
+        for r, rep in enumerate(reps):
+            ds = rep[f"TF L={small}"]["nll_exact"] - rep[f"GD L={small}"]["nll_exact"]
+            db = rep[f"TF L={big}"]["nll_exact"] - rep[f"GD L={big}"]["nll_exact"]
+            r1 = mean_bounds(ds, a_lower=_A, a_upper=_A)
+            r2 = mean_bounds(db - ratio * ds, a_lower=_A, a_upper=_A)
+            for k, (again, bnd) in enumerate(((r1.ok and r1.upper < pred1, r1.upper), (r2.ok and r2.lower > 0.0, r2.lower))):
+                if (ref1, ref2)[k] and not again:
+                    note = (f"reversed in the first training, but not significantly in independent repetition "
+                            f"{r + 1} of {len(reps)} (its bound {bnd:.3g}): training randomness can explain it, "
+                            "no refutation")
+                    if k == 0:
+                        ref1, why1 = False, note
+                    else:
+                        ref2, why2 = False, note
+        if reps:
+            ctx.evidence["replicates"] = [
+                {"gd_nll_advantage_small_L": float(np.mean(rep[f"TF L={small}"]["nll_exact"] - rep[f"GD L={small}"]["nll_exact"])),
+                 "gd_nll_advantage_large_L": float(np.mean(rep[f"TF L={big}"]["nll_exact"] - rep[f"GD L={big}"]["nll_exact"]))}
+                for rep in reps]
         ctx.condition(f"GD NLL below trained TF at L={small} (advantage > {pred1:g})",
                       _three_way(low1 > pred1, ref1) if b1.ok else None,
                       key="min_gd_nll_advantage_small_L", measured={"mean": float(d_small.mean()), "lower": low1, "upper": high1},
