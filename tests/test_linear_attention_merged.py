@@ -98,6 +98,16 @@ def test_fixed_points_constants_match_paper():
 
 
 @pytest.mark.slow
+def test_a_finite_sample_run_on_its_plateau_decides_nothing():
+    """10 GD steps end long before the drop: the held-out loss is ≥ L* whatever the data, so that
+    bound is undecided (it held), and the note says the run never reached half of σ(∞)."""
+    v = _run("linattn.merged.sigmoid", steps=10)
+    assert v.verdict == "inconclusive", v.reasons
+    c = next(c for c in v.checks if c.name == "held-out loss of the trained model ≥ L*")
+    assert c.passed is None and "plateau" in c.detail
+    assert v.measured["finite_sample_t_half"] != v.measured["finite_sample_t_half"]  # nan: never crossed
+
+
 def test_negative_controls_fail():
     fp = get_claim("linattn.merged.fixed-points")
     s = fp.setting({})

@@ -479,6 +479,15 @@ def test_softmax_qualitative_and_control():
     assert _run("linattn.softmax.drops", predict={"merged_drops": "2"}).verdict == "fails"
 
 
+def test_softmax_several_drops_is_undecided_with_one_learnable_direction():
+    """With H·R = 1 either model can show one drop only: "several drops" was judged against a
+    required count of 1 and held on a single drop."""
+    v = _run("linattn.softmax.drops", {"H": 1})
+    assert v.verdict == "inconclusive", v.reasons
+    several = next(c for c in v.checks if c.name == "softmax ATTN_S: several drops")
+    assert several.passed is None and "H·R = 1" in several.detail
+
+
 def test_diverging_lr_is_inconclusive_naming_the_step():
     v = _run("linattn.separate.saddle-to-saddle", {"lr": 40, "seeds": 1, "steps": 2000, "w_init": 0.05})
     assert v.verdict == "inconclusive"

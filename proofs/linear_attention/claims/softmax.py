@@ -124,7 +124,13 @@ class SoftmaxDrops(Claim):
         lv_ = theory.paper().plateau_levels(s.lambdas, s.N)
         noise = float(lv_[0]) * math.sqrt(2.0 / s.P)
         smallest = _DROP * float(lv_[0] - lv_[-1])  # of the descent the linear theory predicts
-        if ss + sm_ < need and noise > smallest:
+        if min(s.H * s.R, s.D) < 2:
+            # one learnable direction at most: a single drop is all either model can show, so the
+            # count cannot tell separate heads from a merged key-query
+            ctx.condition("softmax ATTN_S: several drops", None, key="separate_min_drops", measured=[ss, ss + sm_],
+                          why=why, detail=f"H·R = {s.H * s.R} and D = {s.D}: at most one direction is learned, so "
+                                          "\"several drops\" cannot be shown (the statement needs H·R ≥ 2 and D ≥ 2)")
+        elif ss + sm_ < need and noise > smallest:
             ctx.inconclusive(f"softmax ATTN_S: {ss} drop(s), but on P = {s.P} sequences the training loss fluctuates "
                              f"by ≈ L·√(2/P) = {noise:.3g}, more than the smallest drop the count resolves "
                              f"({_DROP:.0%} of the descent linear attention predicts, {smallest:.3g}): a missing drop is "
