@@ -918,3 +918,13 @@ def test_rescaling_exponent_tolerance_scales_with_cancellation_pair():
     c.judge(s, pred, m, ctx)
     (check,) = [x for x in ctx.checks if "exponent of the gradient" in x.name]
     assert check.passed is True and check.measured == 2.0 and "left out" in str(check)
+
+
+def test_close_summary_names_one_index():
+    """The summary of an elementwise comparison gives the error and its ratio to the tolerance at
+    the same index (it printed the largest absolute error beside another index's ratio)."""
+    from icltheory.core._verdict import _close_detail
+
+    err, bound = np.array([39.6, 77.8]), np.array([48.1, 200.0])
+    text = _close_detail(err, bound, float(np.max(err / bound)))
+    assert text.startswith("max error 39.6 = 0.823 × tolerance at index 0")

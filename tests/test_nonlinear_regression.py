@@ -510,3 +510,16 @@ def test_final_attention_refuses_delta_outside_0_1(delta, capsys):
                     f"delta={delta}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "delta" in err[0]
+
+
+def test_review_findings_input_and_text():
+    """A huge label scale is measured (the gradient's norm no longer overflows), a trend
+    direction other than -1, 0, +1 is bad input, and the premise's reason states only
+    inequalities that hold."""
+    assert _run("nonlinear.rescaling", {"L": 1e100}).verdict == "holds"
+    with pytest.raises(Exception, match="a direction, -1, 0 or \\+1"):
+        _run("nonlinear.summary-table", predict={"attention_trend": "0.5"})
+    v = _run("nonlinear.final-attention", {"task": "linear", "K": 12})
+    assert v.verdict == "inconclusive"
+    reason = " ".join(v.reasons)
+    assert "K ln(K/δ)" in reason and "< 1 − δ" not in reason

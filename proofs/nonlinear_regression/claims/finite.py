@@ -238,11 +238,15 @@ class FinalAttention(Claim):
                 f"a prompt of N = {s.N} tokens holds a token of the query's feature with probability "
                 f"1 − (1 − 1/K)^N = {coverage:.4g} (1 − δ = {1 - d0:g})")
             short = (f"N = {s.N} < K ln(K/δ) = {premise_N:.1f} (δ = {d0:g}), the length at which a prompt holds "
-                     "every one of the K features with probability ≥ 1 − δ; here" if s.N < premise_N else "")
-            ctx.inconclusive(
-                f"outside the statement's premise: {short} a prompt holds a token with the query's feature with "
-                f"probability {coverage:.4g} < 1 − δ = {1 - d0:g} (observed {Xc}/{n}), so the prompt length, not "
-                "training, limits how many prompts can attend ≥ 1 − δ")
+                     "every one of the K features with probability ≥ 1 − δ;" if s.N < premise_N else "")
+            if coverage < 1 - d0:
+                ceiling = (f" here a prompt holds a token with the query's feature with probability {coverage:.4g} < "
+                           f"1 − δ = {1 - d0:g} (observed {Xc}/{n}), so the prompt length, not training, limits how "
+                           "many prompts can attend ≥ 1 − δ")
+            else:
+                ceiling = (f" prompts this short are outside it (a token of the query's feature is in {Xc}/{n} "
+                           f"held-out prompts, probability {coverage:.4g})")
+            ctx.inconclusive(f"outside the statement's premise: {short}{ceiling}")
             return
         if p_fail <= _ALPHA:
             # the data, not the trained model, decides: outside the statement's premise

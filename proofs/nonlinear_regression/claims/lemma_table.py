@@ -346,6 +346,11 @@ class SummaryTable(Claim):
                                           tick=run.tick)
 
     def judge(self, s: TableSetting, P, m, ctx) -> None:
+        for key in ("attention_trend", "speed_trend"):
+            if float(P[key]) not in (-1.0, 0.0, 1.0):
+                from icltheory.core import BadInput
+
+                raise BadInput(f"--predict {key}: a direction, -1, 0 or +1, got {P[key]}")
         record_architecture(ctx, s)
         arch = ARCH_SHORT[s.architecture]
         if s.architecture == "paper":

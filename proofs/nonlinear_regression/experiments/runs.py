@@ -153,6 +153,14 @@ def _host(sim, a) -> np.ndarray:
     return np.asarray(a) if xp is None else xp.to_numpy(a)
 
 
+def _norm(g) -> float:
+    """‖g‖ scaled by its largest entry first, so that a gradient of size up to the float64 range
+    (labels scaled by a large L) does not overflow in the sum of squares."""
+    g = np.asarray(g, dtype=float)
+    top = float(np.max(np.abs(g))) if g.size else 0.0
+    return top * float(np.linalg.norm(g / top)) if top > 0 and np.isfinite(top) else top
+
+
 def gradient_exponent(sim_L, sim_Lp, weights, L: float, Lp: float) -> list[tuple[float, float]]:
     """log(‖∇ℓ_L‖/‖∇ℓ_L'‖)/log(L/L') at each of ``weights``, from two simulators that differ only
     in their label scale, each with its cancellation ‖∇ℓ_L(weights[0])‖/‖∇ℓ_L(W)‖: the factor by
@@ -164,7 +172,7 @@ def gradient_exponent(sim_L, sim_Lp, weights, L: float, Lp: float) -> list[tuple
     for W in weights:
         for sim in (sim_L, sim_Lp):
             (sim.set_logits if hasattr(sim, "set_logits") else sim.set_weights)(W)
-        g1, g2 = (float(np.linalg.norm(_host(sim, sim.gradient()))) for sim in (sim_L, sim_Lp))
+        g1, g2 = (_norm(_host(sim, sim.gradient())) for sim in (sim_L, sim_Lp))
         ref = g1 if ref is None else ref
         kappa = ref / g1 if g1 > 0 else float("inf")
         out.append((float(np.log(g1 / g2) / np.log(L / Lp)) if g1 > 0 and g2 > 0 else float("nan"),
