@@ -541,10 +541,13 @@ def _exactly_equal(a: Any, b: Any) -> bool:
 def _close_detail(err: np.ndarray, bound: np.ndarray, units: float) -> str:
     if err.size <= 1:
         return f"max error {float(np.max(err)) if err.size else 0.0:.3g} = {units:.3g} × tolerance"
-    k = int(np.argmax(err / np.where(bound > 0, bound, np.inf))) if np.any(bound > 0) else int(np.argmax(err))
+    ratio = err / np.where(bound > 0, bound, np.inf)
+    k = int(np.argmax(ratio)) if np.any(bound > 0) else int(np.argmax(err))
     within = int(np.sum(err <= bound))
-    # the error and its ratio to the tolerance at one index: the largest in units of its own tolerance
-    return (f"max error {float(err[k]):.3g} = {units:.3g} × tolerance at index {k}; "
+    # the error and its ratio to the tolerance at one (flat) index: the largest in units of its
+    # own tolerance
+    at = float(np.broadcast_to(err, ratio.shape).ravel()[k])
+    return (f"max error {at:.3g} = {units:.3g} × tolerance at index {k}; "
             f"{within}/{err.size} within tolerance")
 
 
