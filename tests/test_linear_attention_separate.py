@@ -667,6 +667,15 @@ def test_init_premise_is_checked_before_integrating_and_names_a_w_init_that_meet
     c = get_claim("linattn.separate.saddle-to-saddle")
     p_def = ex.training.init_separate(np.random.default_rng(3), 2, 5, 1, 4, c.setting({"profile": "quick"}).w_init)
     assert dynamics._init_premise(c.setting({"profile": "quick"}), p_def) is None
+    # an init large against the learned scale starts the loss far *above* tr Λ (λ ~ 1e6 at the
+    # default w_init: it ended in "numerical trouble: log(0)"): the premise names it too
+    s = c.setting({"profile": "quick", "lambdas": "1e6,1e5,1e4"})
+    p0 = ex.training.init_separate(np.random.default_rng(3), 2, s.H, s.R, s.D, s.w_init)
+    pre = dynamics._init_premise(s, p0)
+    assert pre is not None and -pre["deficit"] > pre["allowed"] == float(np.max(pre["drops"]))
+    r = pre["w_init_suggested"] / s.w_init
+    s2 = c.setting({"profile": "quick", "lambdas": "1e6,1e5,1e4", "w_init": pre["w_init_suggested"]})
+    assert dynamics._init_premise(s2, {k: v * r for k, v in p0.items()}) is None
 
 
 def _cross_moment_sample(lam, N, P, seed):

@@ -454,31 +454,55 @@ def _init_premise(s, p0) -> dict | None:
     """Measured before anything is integrated: whether the drawn init starts the loss closer to
     tr Λ than half the smallest drop (else there is no saddle plateau at L(M_0) to test), from
     the experiment's population loss at the init's relevant block M_0 and its drops.  ``None``
-    when it does; otherwise what was found and the w_init that would do.  Scaling every weight
-    by r scales M_0 by r³: the loss's part linear in M_0, (L(−M_0) − L(M_0))/2, by r³ and its
-    quadratic part (≥ 0) by r⁶, so at w_init·r the deficit is at most r³ × the linear part; the
-    suggested w_init puts that bound at half the allowed deficit."""
+    when it does; otherwise what was found and the w_init that would do.  An init that starts the
+    loss above tr Λ by more than the largest drop fails it too (its quadratic part dominates: the
+    init is large against the learned scale).  Scaling every weight by r scales M_0 by r³: the
+    loss's part linear in M_0, (L(−M_0) − L(M_0))/2, by r³ and its quadratic part (≥ 0) by r⁶, so
+    at w_init·r the deviation from tr Λ is at most r³ × the linear part + r⁶ × the quadratic
+    part; the suggested w_init puts each at a quarter of the allowed deficit."""
     lam = np.asarray(s.lam, float)
     M0 = ex.training.relevant_block(p0)
     loss0 = ex.population.population_mse(M0, lam, s.N)
-    deficit = float(np.max(np.sum(lam) - loss0))
+    # below tr Λ the init has already learned part of a drop; far above it (an init large against
+    # the learned scale, e.g. λ ~ 1e6 at the default w_init: more above tr Λ than the largest drop)
+    # its quadratic part dominates and the run does not start near the saddle M = 0 either
+    dev = np.atleast_1d(np.sum(lam) - loss0)
     drops = ex.population.direction_drops(lam, s.N)
     limit = _DEFICIT_MAX * float(np.min(drops))
-    if deficit <= limit:
+    if float(np.max(dev)) <= limit and float(np.max(-dev)) <= float(np.max(drops)):
         return None
-    linear = float(np.max(0.5 * (ex.population.population_mse(-M0, lam, s.N) - loss0)))
-    w_ok = s.w_init * (0.5 * limit / linear) ** (1.0 / 3.0) if linear > 0 else None
-    return {"deficit": deficit, "limit": limit, "drops": drops, "w_init": s.w_init, "w_init_suggested": w_ok}
+    loss_neg = ex.population.population_mse(-M0, lam, s.N)
+    lin = np.atleast_1d(0.5 * (loss_neg - loss0))
+    linear = float(np.max(np.abs(lin)))
+    quad = float(np.max(0.5 * (loss_neg + loss0) - np.sum(lam)))
+    # at w_init·r the deficit below tr Λ is at most r³·linear (the quadratic part only raises the
+    # loss) and the excess above it at most r³·linear + r⁶·quad: the suggestion puts the deficit at
+    # half the allowed one, or each part of the excess at a quarter of it
+    if float(np.max(dev)) > limit and float(np.max(lin)) > 0:
+        r = (0.5 * limit / float(np.max(lin))) ** (1 / 3)
+    else:
+        r = min([x for x in ((0.25 * limit / linear) ** (1 / 3) if linear > 0 else None,
+                             (0.25 * limit / quad) ** (1 / 6) if quad > 0 else None) if x is not None], default=None)
+    w_ok = s.w_init * r if r is not None and math.isfinite(r) else None
+    below = float(np.max(dev)) > limit
+    return {"deficit": float(np.max(dev)) if below else float(np.min(dev)), "limit": limit,
+            "allowed": limit if below else float(np.max(drops)), "drops": drops, "w_init": s.w_init,
+            "w_init_suggested": w_ok}
 
 
 def _premise_failed(ctx, pre: dict) -> None:
     """The verdict of a run stopped by :func:`_init_premise` (inconclusive, naming the w_init)."""
     ctx.measure("initial_loss_deficit", pre["deficit"])
+    where = (f"{pre['deficit']:.3g} below tr Λ, more than half the smallest drop ({2 * pre['limit']:.3g})"
+             if pre["deficit"] > 0 else
+             f"{-pre['deficit']:.3g} above tr Λ, more than the largest drop ({pre['allowed']:.3g})")
     ctx.inconclusive(f"init not small for this spectrum: at w_init = {pre['w_init']:.4g} the loss starts "
-                     f"{pre['deficit']:.3g} below tr Λ, more than half the smallest drop ({2 * pre['limit']:.3g}) — "
+                     f"{where} — "
                      "no saddle plateau at L(M_0) to test (found before integrating: nothing was run); "
-                     + (f"w_init ≤ {pre['w_init_suggested']:.3g} would do (the deficit's leading part scales as "
-                        "w_init³)" if pre["w_init_suggested"] else "lower w_init"))
+                     + (f"w_init ≤ {pre['w_init_suggested']:.3g} would do ("
+                        + ("the deficit's leading part scales as w_init³)" if pre["deficit"] > 0 else
+                           "the excess's parts scale as w_init³ and w_init⁶)")
+                        if pre["w_init_suggested"] else "lower w_init"))
 
 
 #: simulator (b) runs only where its training set determines every learnable direction's driving
