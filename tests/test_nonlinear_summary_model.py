@@ -274,9 +274,13 @@ def test_summary_statements_fail_in_the_summarys_own_model(cid):
 
 @pytest.mark.thorough
 def test_single_phase_in_the_summarys_model_is_below_one_phase():
-    """At the depth the summary's model reaches (1 − α = 0.02), T(0.5)/T(0.98) lies 2–8× below
-    one exponential phase's on the seeds tried — near the claim's factor-3 band, so the verdict
-    depends on the seed (seed 0: 2.6×, inside it)."""
+    """At the depth the summary's model reaches (1 − α = 0.02), T(0.5)/T(0.98) lies 2.6–8× below
+    one exponential phase's on the seeds tried — near the claim's factor-3 band and moving by
+    about that much from seed to seed, so three independent runs must agree: at seed 0 they do
+    not (one inside the band, two below), at seed 1 all three are below it."""
     v = _run("nonlinear.summary-single-phase", {"architecture": "summary"}, profile="standard")
-    assert v.verdict in ("holds", "fails"), v.summary()
-    assert v.measured["phase_time_ratio"] < v.predicted["phase_time_ratio"] / 2
+    assert v.verdict == "inconclusive", v.summary()
+    ratios = v.measured["phase_time_ratio_per_run"]
+    assert len(ratios) == 3 and all(r < v.predicted["phase_time_ratio"] / 2 for r in ratios)
+    w = _run("nonlinear.summary-single-phase", {"architecture": "summary", "seed": 1}, profile="standard")
+    assert w.verdict == "fails", w.summary()
