@@ -51,6 +51,12 @@ def _untrained_deeper(orig):
     return train
 
 
+#: independent repetitions of the whole comparison (fresh initial W_e, minibatches and training
+#: prompts; the same validation and test prompts) run when the first shows a depth step not
+#: helping at all: a refutation must reproduce in each
+REPLICATES = 2
+
+
 def _level(s) -> float:
     """The level of each one-sided bound: two trends (NLL, accuracy) per consecutive pair of depths."""
     return min(2e-4, _FALSE_FAIL_TOTAL / (2 * (s.K_deep - s.K)))
@@ -84,8 +90,13 @@ Judged for each consecutive pair of depths, NLL and accuracy separately, by two 
 confidence bounds over the test prompts (Cornish–Fisher quantiles of the studentized mean; the
 levels share a false-fail probability of 4e-4): **holds** when every gain is confirmed, **fails**
 when a deeper model is significantly worse, otherwise inconclusive. The bounds cover the test
-prompts given the trained models (one training run per depth). A reversal is not taken as a
-refutation when the deeper model ended with a training loss (the sampled-label loss the
+prompts given the trained models. Training's own randomness is controlled by repetition: when
+the first comparison shows a depth step not helping at all, the whole comparison is repeated
+with 2 independent trainings (fresh initial $W_e$, minibatches and training prompts), and a
+refutation must reproduce, significant at the same level, in each. A reversal is not taken as a
+refutation when the shallower model is not shown better than predicting every class with
+probability $1/C$ (it learned nothing: a task with almost no signal), nor when the deeper model
+ended with a training loss (the sampled-label loss the
 optimiser minimises, on the training prompts) above the shallower model's by at most 2 % of what
 training took off the shallower model's loss: with its extra steps at 0 it computes the
 shallower model's function, so its training found a little less than its depth can represent
@@ -132,25 +143,45 @@ training could close it).
         gen = synthetic_task(s, run)
         val = ex.data.synthetic_dataset(run.rng(2), _VALIDATION, **gen)
         test = ex.data.synthetic_dataset(run.rng(3), s.prompts, **gen)
-        train = ex.data.synthetic_dataset(run.rng(4), s.L, **gen)
         xp = get_backend(s.backend)
         cfg = dict(_TRAINER, steps=s.steps, eval_every=max(1, s.steps // _LOOKS), xp=xp)
-        out: dict = {"learners": {}, "generator": gen}  # kept for re-evaluation on fresh prompts
+        out: dict = {"learners": {}, "generator": gen, "uniform_nll": float(np.log(s.C))}  # learners: for re-evaluation
         depths = range(s.K, s.K_deep + 1)
-        for j, K in enumerate(depths):
-            # from scratch: the same initial W_e and kernel scale (stream 5), every step at 1, and
-            # the same minibatches (stream 7) at every depth
-            g = tr.GDLearner(run.rng(5), lay, s.C, K, s.kernel)
-            # the loss the optimiser minimises (sampled labels) on the training prompts, before
-            # training and at the kept parameters
-            start = float(tr.evaluate(g, train, xp=xp)[0].mean())
-            curve = tr.train(g, train, val, run.rng(7), **cfg)
-            nll, acc = tr.test_scores(g, test, xp=xp)
-            out[f"K={K}"] = {"nll_exact": nll, "accuracy": acc, "curve": curve, "train_loss_start": start,
-                             "train_loss": float(tr.evaluate(g, train, xp=xp)[0].mean()),
-                             "alpha": g.params["alpha"].mean(axis=1).tolist()}
-            out["learners"][f"K={K}"] = g
-            run.tick((j + 1) / len(depths), f"training the GD model with {K} blocks")
+
+        def trained(streams, what, learners=None):
+            train = ex.data.synthetic_dataset(run.rng(*streams[0]), s.L, **gen)
+            res = {}
+            for j, K in enumerate(depths):
+                # from scratch: the same initial W_e and kernel scale, every step at 1, and the
+                # same minibatches at every depth
+                g = tr.GDLearner(run.rng(*streams[1]), lay, s.C, K, s.kernel)
+                # the loss the optimiser minimises (sampled labels) on the training prompts,
+                # before training and at the kept parameters
+                start = float(tr.evaluate(g, train, xp=xp)[0].mean())
+                curve = tr.train(g, train, val, run.rng(*streams[2]), **cfg)
+                nll, acc = tr.test_scores(g, test, xp=xp)
+                res[f"K={K}"] = {"nll_exact": nll, "accuracy": acc, "curve": curve, "train_loss_start": start,
+                                 "train_loss": float(tr.evaluate(g, train, xp=xp)[0].mean()),
+                                 "alpha": g.params["alpha"].mean(axis=1).tolist()}
+                if learners is not None:
+                    learners[f"K={K}"] = g
+                run.tick((j + 1) / len(depths) if learners is not None else None,
+                         f"{what} the GD model with {K} blocks")
+            return res
+
+        out.update(trained(((4,), (5,), (7,)), "training", out["learners"]))
+        # A single training run per depth leaves its randomness (initialisation order of the
+        # minibatches, the training prompts) uncontrolled.  Where this run shows any depth step
+        # not helping at all (a mean NLL or accuracy gain ≤ 0), the comparison is repeated with
+        # independent trainings, so that a refutation has to reproduce
+        out["replicates"] = []
+        reversed_ = any(float(np.mean(out[f"K={k}"]["nll_exact"] - out[f"K={k1}"]["nll_exact"])) <= 0.0
+                        or float(np.mean(out[f"K={k1}"]["accuracy"] - out[f"K={k}"]["accuracy"])) <= 0.0
+                        for k, k1 in zip(depths, list(depths)[1:]))
+        if reversed_:
+            for r in range(REPLICATES):
+                out["replicates"].append(trained(((52, r), (50, r), (51, r)),
+                                                 f"repetition {r + 1} of {REPLICATES}:"))
         return out
 
     def judge(self, s, predicted, m, ctx):
@@ -162,8 +193,17 @@ training could close it).
         ctx.measure("train_loss", {f"K={K}": m[f"K={K}"]["train_loss"] for K in depths})
         ctx.evidence["paper"] = _PAPER
         gains: dict = {}
+        reps = m.get("replicates") or []
+        if reps:
+            ctx.evidence["replicates"] = [{f"K={K}": {"nll": float(rep[f"K={K}"]["nll_exact"].mean()),
+                                                      "accuracy": float(rep[f"K={K}"]["accuracy"].mean())}
+                                           for K in depths} for rep in reps]
         for k, k1 in zip(depths, depths[1:]):
             lo, hi = m[f"K={k}"], m[f"K={k1}"]
+            # the shallower model must have learned from its prompts: one no better than the
+            # uniform prediction (a task with almost no signal) makes no depth comparison
+            u = mean_bounds(lo["nll_exact"] - m["uniform_nll"], a_lower=a_each, a_upper=a_each)
+            learned = u.ok and u.upper < 0.0
             short = hi["train_loss"] - lo["train_loss"]
             progress = lo["train_loss_start"] - lo["train_loss"]
             shortfall = 0 < short <= SHORTFALL_SHARE * progress
@@ -195,6 +235,22 @@ training could close it).
                         detail = (f"the {k1}-block model's training loss is {short:.3g} above the {k}-block model's, "
                                   f"more than {SHORTFALL_SHARE:.0%} of the {progress:.3g} training took off the "
                                   f"{k}-block model's loss: its training failed, or the comparison is broken")
+                if refuted and not learned:
+                    refuted, detail = False, (
+                        f"reversed, but the {k}-block model is not shown better than the uniform prediction "
+                        f"(NLL {float(lo['nll_exact'].mean()):.4g} against ln C = {m['uniform_nll']:.4g}): it "
+                        "learned nothing from its prompts, so the depths' comparison refutes nothing")
+                for r, rep in enumerate(reps):
+                    if not refuted:
+                        break
+                    rl, rh = rep[f"K={k}"], rep[f"K={k1}"]
+                    g_r = (rl["nll_exact"] - rh["nll_exact"]) if what == "NLL" else (rh["accuracy"] - rl["accuracy"])
+                    b_r = mean_bounds(g_r, a_lower=a_each, a_upper=a_each)
+                    if not (b_r.ok and b_r.upper < pred):
+                        refuted, detail = False, (
+                            f"reversed in the first training, but not significantly in independent repetition "
+                            f"{r + 1} of {len(reps)} (its upper bound {b_r.upper:.3g}): training randomness can "
+                            "explain it, no refutation")
                 better = "below" if what == "NLL" else "above"
                 ctx.condition(
                     f"{what} with {k1} blocks {better} {k} blocks (gain > {pred:g})",
