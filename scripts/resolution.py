@@ -5,7 +5,8 @@ predicted constant that turns the verdict to ``fails``) and write ``proofs/resol
 
 Each claim is measured once per profile at its defaults; the planted errors are judged against
 that one measurement (see :mod:`icltheory.core._resolution`).  Claims not named keep their
-earlier entries.  ``--print`` prints the table without writing.
+earlier entries.  Each claim's entry records the hash of the source file that defines it (its
+judge), so a test can tell a resolution measured under other code (stale) from a current one.  ``--print`` prints the table without writing.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ _one_blas_thread()
 _portable_arithmetic()
 
 from icltheory.core import all_claims, measure_claim  # noqa: E402
-from icltheory.core._resolution import (RESOLUTIONS_FILE, load_resolutions, measure_resolution,  # noqa: E402
-                                        resolution_text)
+from icltheory.core._resolution import (RESOLUTIONS_FILE, claim_source_hash,  # noqa: E402
+                                        load_resolution_sources, load_resolutions,
+                                        measure_resolution, resolution_text)
 
 
 def main(argv: list[str]) -> int:
@@ -37,7 +39,7 @@ def main(argv: list[str]) -> int:
             show_only = True
         else:
             prefixes.append(a)
-    table = load_resolutions()
+    table, sources = load_resolutions(), load_resolution_sources()
     for c in all_claims():
         if c.is_legacy() or (prefixes and not any(c.id.startswith(p) for p in prefixes)):
             continue
@@ -52,8 +54,11 @@ def main(argv: list[str]) -> int:
                       flush=True)
             print(f"{c.id:38s} {profile:9s} ({time.perf_counter() - t0:.1f} s)", flush=True)
         table.setdefault(c.id, {}).update(entry)  # profiles not measured now keep their entries
+        if set(table[c.id]) >= {"quick", "standard"} and set(profiles) >= {"quick", "standard"}:
+            sources[c.id] = claim_source_hash(c)  # both profiles measured with this source
     if not show_only:
-        RESOLUTIONS_FILE.write_text(json.dumps({"claims": dict(sorted(table.items()))},
+        RESOLUTIONS_FILE.write_text(json.dumps({"claims": dict(sorted(table.items())),
+                                                "sources": dict(sorted(sources.items()))},
                                                indent=1, sort_keys=True) + "\n",
                                     encoding="utf-8")
         print(f"wrote {RESOLUTIONS_FILE}")

@@ -58,3 +58,31 @@ def test_measured_resolutions_cover_every_judged_constant():
 def test_resolution_text(rec, text):
     assert text in resolution_text(rec)
     assert not math.isnan(len(resolution_text(rec)))
+
+
+def test_measured_resolutions_are_of_the_current_judges():
+    """Each claim's resolutions were measured with the source file that now defines it: a judge
+    edited since (a new guard, a changed tolerance) makes them stale — re-measure with
+    ``python scripts/resolution.py CLAIM``."""
+    from icltheory.core._resolution import claim_source_hash, load_resolution_sources
+
+    sources = load_resolution_sources()
+    stale = [c.id for c in all_claims()
+             if not c.is_legacy() and not c.id.startswith("example.")
+             and sources.get(c.id) != claim_source_hash(c)]
+    assert not stale, f"stale resolutions (re-measure: python scripts/resolution.py ...): {stale}"
+
+
+def test_probes_keep_the_sign_and_identities_are_exact():
+    """A prediction is lowered by at most a relative 1 − 1e-9, never through 0 (p·(1 − 10) was
+    bad input, read as 'does not fail'): nonlinear.final-attention's δ = 0.05 resolves; a constant
+    that fails at every error tried is recorded as exact."""
+    from icltheory.core import get_claim
+    from icltheory.core._resolution import _LOWER_MAX
+
+    assert 0 < 1.0 - _LOWER_MAX <= 1e-6
+    c = get_claim("nonlinear.final-attention")
+    rec = load_resolutions()[c.id]["quick"]["delta"]
+    assert rec["delta"] is not None and rec["delta"] < 1.0 and rec["verified"], rec
+    text = resolution_text({"kind": "value", "exact": True, "delta": 1e-12, "verified": True})
+    assert text.startswith("exact: every error tried fails, down to 1e-12")

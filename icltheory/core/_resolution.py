@@ -2,7 +2,8 @@
 the claim's checks notice, measured by planting it.
 
 For a constant of kind ``value`` the error is relative: the prediction is replaced by
-p·(1 + δ) and by p·(1 − δ) (one list position at a time, up to
+p·(1 + δ) and by p·(1 − δ), the latter for δ < 1 only (so a probe never changes p's sign: p·(1 − 10)
+would be outside a prediction's valid range, not a refutation; one list position at a time, up to
 :data:`~icltheory.core._claim.WRONG_POSITIONS` positions), and δ is found by bisection on
 log δ between 1e-12 and 10 — the smallest δ at which **every** planted value fails (so an error
 of that size, in any direction and at any position, turns the verdict to ``fails``).  A zero
@@ -10,6 +11,7 @@ prediction is perturbed by an absolute δ instead.  A ``lower_bound`` is raised 
 ``upper_bound`` lowered) until it fails: that δ is how much stronger the bound could be stated.
 Counts and orders are judged exactly (any change fails: checked with the planted wrong values).
 
+A constant that fails at every error tried, down to 1e-12, is recorded as exact (an identity).
 Each resolution is then **verified**: at δ every planted value fails, and at δ/10 in the
 direction that set δ the verdict holds (a check whose verdict is not monotone in the error is
 reported, not hidden).  One measurement serves every
@@ -27,12 +29,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Resolution", "measure_resolution", "load_resolutions", "resolution_text",
-           "RESOLUTIONS_FILE"]
+__all__ = ["Resolution", "measure_resolution", "load_resolutions", "load_resolution_sources",
+           "claim_source_hash", "resolution_text", "RESOLUTIONS_FILE"]
 
 #: where the built-in claims' measured resolutions are kept
 RESOLUTIONS_FILE = Path(__file__).resolve().parents[2] / "proofs" / "resolutions.json"
 _LO, _HI = 1e-12, 10.0
+#: the largest relative error a prediction is lowered by: p·(1 − δ) keeps p's sign
+_LOWER_MAX = 1.0 - 1e-9
 
 
 @dataclass
@@ -125,12 +129,14 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
                           absolute: bool = absolute) -> bool:
                     return verdict(_perturbed(true, pos, sign * d, absolute)) == "fails"
 
-                if not fails(_HI):
-                    note = (f"an error of {_HI:g}× at position {pos} ({'+' if sign > 0 else '−'}) "
+                # a relative error lowers p at most to p·1e-9 (never through 0 to the other sign)
+                top = _HI if sign > 0 or absolute else _LOWER_MAX
+                if not fails(top):
+                    note = (f"an error of {top:.9g}× at position {pos} ({'+' if sign > 0 else '−'}) "
                             "does not fail")
                     worst = math.inf
                     continue
-                lo, hi = math.log(_LO), math.log(_HI)
+                lo, hi = math.log(_LO), math.log(top)
                 if fails(_LO):
                     hi = lo
                 else:
@@ -147,6 +153,10 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
         if not math.isfinite(worst):
             out[key] = Resolution(key, pred.kind, None, absolute, note=note)
             continue
+        if worst <= _LO * (1 + 1e-9):  # every error tried fails, the smallest included: an identity
+            out[key] = Resolution(key, pred.kind, _LO, absolute, exact=True, verified=True,
+                                  note=f"fails at every error tried, down to {_LO:g}")
+            continue
         d = worst
         at = all(verdict(_perturbed(true, p, s * d, absolute)) == "fails"
                  for p in _positions(true) for s in signs
@@ -157,6 +167,25 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
                               f"not monotone: at δ {'fails' if at else 'not fails'}, at δ/10 "
                               f"{below}")
     return out
+
+
+def claim_source_hash(claim: Any) -> str:
+    """SHA-256 of the source file that defines ``claim``'s class (its judge): a resolution
+    measured under another version of that file is stale."""
+    import hashlib
+    import inspect
+
+    src = inspect.getsourcefile(type(claim))
+    return hashlib.sha256(Path(src).read_bytes()).hexdigest() if src else ""
+
+
+def load_resolution_sources(path: Path | None = None) -> dict[str, str]:
+    """Claim id → :func:`claim_source_hash` of the source its resolutions were measured with."""
+    p = path or RESOLUTIONS_FILE
+    try:
+        return json.loads(p.read_text(encoding="utf-8")).get("sources", {})
+    except (OSError, ValueError):
+        return {}
 
 
 def load_resolutions(path: Path | None = None) -> dict[str, Any]:
@@ -171,7 +200,9 @@ def load_resolutions(path: Path | None = None) -> dict[str, Any]:
 def resolution_text(record: dict[str, Any]) -> str:
     """'an error of ≥ 0.3 % (relative)' and the like, for describe and the reports."""
     if record.get("exact"):
-        return "exact: any change of the count or order fails"
+        if record.get("kind") in ("count", "order"):
+            return "exact: any change of the count or order fails"
+        return f"exact: every error tried fails, down to {record.get('delta') or _LO:g}"
     d = record.get("delta")
     if d is None:
         return f"not measured ({record.get('note') or 'unknown'})"
