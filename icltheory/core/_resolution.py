@@ -171,7 +171,9 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
 
 def claim_source_hash(claim: Any) -> str:
     """SHA-256 of the source file that defines ``claim``'s class (its judge): a resolution
-    measured under another version of that file is stale."""
+    measured under another version of that file is stale.  Shared helpers the judge calls (the
+    paper's ``claims/_common.py``, ``icltheory.core``) are not covered: after changing one,
+    re-measure the claims that use it."""
     import hashlib
     import inspect
 

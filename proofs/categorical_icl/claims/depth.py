@@ -94,8 +94,8 @@ prompts given the trained models. Training's own randomness is controlled by rep
 the first comparison shows a depth step not helping at all, the whole comparison is repeated
 with 2 independent trainings (fresh initial $W_e$, minibatches and training prompts), and a
 refutation must reproduce, significant at the same level, in each. A reversal is not taken as a
-refutation when the shallower model is not shown better than predicting every class with
-probability $1/C$ (it learned nothing: a task with almost no signal), nor when the deeper model
+refutation when neither model is shown better than predicting every class with probability
+$1/C$ (they learned nothing: a task with almost no signal), nor when the deeper model
 ended with a training loss (the sampled-label loss the
 optimiser minimises, on the training prompts) above the shallower model's by at most 2 % of what
 training took off the shallower model's loss: with its extra steps at 0 it computes the
@@ -200,10 +200,13 @@ training could close it).
                                            for K in depths} for rep in reps]
         for k, k1 in zip(depths, depths[1:]):
             lo, hi = m[f"K={k}"], m[f"K={k1}"]
-            # the shallower model must have learned from its prompts: one no better than the
-            # uniform prediction (a task with almost no signal) makes no depth comparison
-            u = mean_bounds(lo["nll_exact"] - m["uniform_nll"], a_lower=a_each, a_upper=a_each)
-            learned = u.ok and u.upper < 0.0
+            # the models must have learned from their prompts: two no better than the uniform
+            # prediction (a task with almost no signal) make no depth comparison (one that did
+            # learn against one that did not is a real reversal, or a broken model)
+            learned = False
+            for r in (lo, hi):
+                u = mean_bounds(r["nll_exact"] - m["uniform_nll"], a_lower=a_each, a_upper=a_each)
+                learned = learned or (u.ok and u.upper < 0.0)
             short = hi["train_loss"] - lo["train_loss"]
             progress = lo["train_loss_start"] - lo["train_loss"]
             shortfall = 0 < short <= SHORTFALL_SHARE * progress
@@ -237,9 +240,10 @@ training could close it).
                                   f"{k}-block model's loss: its training failed, or the comparison is broken")
                 if refuted and not learned:
                     refuted, detail = False, (
-                        f"reversed, but the {k}-block model is not shown better than the uniform prediction "
-                        f"(NLL {float(lo['nll_exact'].mean()):.4g} against ln C = {m['uniform_nll']:.4g}): it "
-                        "learned nothing from its prompts, so the depths' comparison refutes nothing")
+                        f"reversed, but neither model is shown better than the uniform prediction (NLL "
+                        f"{float(lo['nll_exact'].mean()):.4g} and {float(hi['nll_exact'].mean()):.4g} against ln C = "
+                        f"{m['uniform_nll']:.4g}): they learned nothing from their prompts, so the depths' "
+                        "comparison refutes nothing")
                 for r, rep in enumerate(reps):
                     if not refuted:
                         break

@@ -297,6 +297,13 @@ class Stationarity(Claim):
     # ---------------------------------------------------------------- judgement
     def judge(self, s, predicted, m, ctx):
         ctx.note(self.explanation.strip())
+        if s.x_dist == "anisotropic" or s.step is not None:
+            # the verdict stands as the checks give it; the note says what such a setting tests
+            ctx.note("Negative control: " + ("anisotropic x breaks the rotation invariance the theorem assumes"
+                                             if s.x_dist == "anisotropic" else
+                                             f"a fixed step Γ_k = {s.step:g}·I is not the loss-optimal point of the "
+                                             "GD set the theorem is about")
+                     + ", so a `fails` here shows what the theorem needs, not an error in it.")
         p = theory.paper()
         n = s.prompts
         gform = s.gamma if s.step is None else "fixed"

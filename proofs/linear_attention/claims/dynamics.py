@@ -493,7 +493,7 @@ def _init_premise(s, p0) -> dict | None:
 def _premise_failed(ctx, pre: dict) -> None:
     """The verdict of a run stopped by :func:`_init_premise` (inconclusive, naming the w_init)."""
     ctx.measure("initial_loss_deficit", pre["deficit"])
-    where = (f"{pre['deficit']:.3g} below tr Λ, more than half the smallest drop ({2 * pre['limit']:.3g})"
+    where = (f"{pre['deficit']:.3g} below tr Λ, more than {pre['limit']:.3g}, half the smallest drop"
              if pre["deficit"] > 0 else
              f"{-pre['deficit']:.3g} above tr Λ, more than the largest drop ({pre['allowed']:.3g})")
     ctx.inconclusive(f"init not small for this spectrum: at w_init = {pre['w_init']:.4g} the loss starts "
