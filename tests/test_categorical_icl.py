@@ -843,7 +843,7 @@ def test_budget_scale_is_stated_and_applied():
 # --------------------------------------------------- the trained Transformer's parameters' judge
 
 
-def _parameter_verdict(small, large, states=None, predict=None):
+def _parameter_verdict(small, large, states=None, predict=None, learned=True):
     """catgd.tf-parameters' judge on a synthetic measurement: per run block 1's two heads, one at
     cosine ``small[i]`` / ``large[i]`` with I (the rest of its Q_xᵀK_x orthogonal to I) and one
     orthogonal to I, and the run's training curve (``states[("small"|"large", i)]``, default
@@ -865,7 +865,7 @@ def _parameter_verdict(small, large, states=None, predict=None):
     # the curves' shapes, 1 nat lower: runs that learned the task (best validation NLL ≈ 0.8
     # against the uniform prediction's ln 6 = 1.79)
     for g, xs in (("small", small), ("large", large)):
-        values[g] = [{"qk": qk(x), "curve": [(t, tl, v - 1.0) for t, tl, v in
+        values[g] = [{"qk": qk(x), "curve": [(t, tl, v - (1.0 if learned else 0.0)) for t, tl, v in
                                              _CURVES[(states or {}).get((g, i), "plateau")]]}
                      for i, x in enumerate(xs)]
     return judge_claim(c, s, Measurement(values), predict=predict)
@@ -888,6 +888,10 @@ def test_parameter_judge_separation_and_training_state():
     assert _parameter_verdict(lo, hi, predict={"qk_form": ",".join(repr(float(x)) for x in tilted.ravel())}
                               ).verdict == "holds"
     assert _parameter_verdict(hi, lo).verdict == "fails"
+    # runs that learned nothing (validation NLL ≈ 1.8–2.0 against ln 6 = 1.79) confirm and refute
+    # nothing: their QₓᵀKₓ reads no form the task selects
+    assert _parameter_verdict(lo, hi, learned=False).verdict == "inconclusive"
+    assert _parameter_verdict(hi, lo, learned=False).verdict == "inconclusive"
     assert _parameter_verdict(lo, hi[:-1] + [0.29]).verdict == "inconclusive"
     assert _parameter_verdict(lo, hi, {("small", 2): "improving"}).verdict == "inconclusive"
     assert _parameter_verdict(lo, hi, {("large", 2): "improving"}).verdict == "holds"

@@ -159,19 +159,20 @@ cannot tell $B$ from any form closer than half the gap between the two groups
         short = len(on[need]) - sum(on[need])
         # the statement is about Transformers that learn the task: a large-L run whose best
         # validation NLL is not clearly below the uniform prediction's ln C learned nothing (a task
-        # with almost no signal), and its QₓᵀKₓ is no reading of the form the task selects
+        # with almost no signal), and its QₓᵀKₓ is no reading of the form the task selects, for or
+        # against the statement
         learned = [min(c[2] for c in r["curve"]) < math.log(s.C) - 10 * m["min_delta"] for r in m["large"]]
         if separated or reversed_:
             passed = (separated if not short else None)
             detail = (f"{short} of the {len(on[need])} runs at L={s.L_small if need == 'small' else s.L_large} "
                       f"stopped at the step cap ({s.steps}) before their plateau: the separation could be "
                       "theirs (raise steps)") if short else ""
-            if reversed_ and passed is False and not all(learned):
+            if passed is not None and not all(learned):
                 passed = None
-                detail = (f"reversed, but {len(learned) - sum(learned)} of the {len(learned)} runs at L={s.L_large} "
-                          f"did not learn the task (best validation NLL not {10 * m['min_delta']:g} below the "
-                          f"uniform prediction's ln C = {math.log(s.C):.4g}): their QₓᵀKₓ reads no form the task "
-                          "selects, no refutation")
+                detail = (f"{'separated' if separated else 'reversed'}, but {len(learned) - sum(learned)} of the "
+                          f"{len(learned)} runs at L={s.L_large} did not learn the task (best validation NLL not "
+                          f"{10 * m['min_delta']:g} below the uniform prediction's ln C = {math.log(s.C):.4g}): their "
+                          "QₓᵀKₓ reads no form the task selects, neither confirmation nor refutation")
         else:
             passed = None
             detail = (f"the runs overlap: {sum(x > max(a) for x in b)} of the {len(b)} large-L runs lie above every "
