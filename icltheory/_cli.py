@@ -237,6 +237,14 @@ def entry() -> None:
     except KeyboardInterrupt:  # raised before main's handlers were in place
         _say("icltheory: interrupted")
         code = EXIT_INTERRUPTED
+    except RuntimeError as exc:
+        # a Ctrl-C while a class body is being made (an import before the handler is in place:
+        # ``platform``'s cached properties) reaches Python 3.11 wrapped, as the cause of a
+        # RuntimeError from __set_name__
+        if not isinstance(exc.__cause__, KeyboardInterrupt):
+            raise
+        _say("icltheory: interrupted")
+        code = EXIT_INTERRUPTED
     try:  # the work is done: a late Ctrl-C changes nothing
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError, KeyboardInterrupt):  # pragma: no cover

@@ -351,3 +351,24 @@ def test_a_ctrl_c_landing_in_a_weakref_callback_prints_no_traceback():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout == "went on\n", (p.stdout, p.stderr)
     assert "KeyboardInterrupt" not in p.stderr and "ValueError: other" in p.stderr, p.stderr
+
+
+def test_ctrl_c_wrapped_by_set_name_is_still_one_line(monkeypatch, capsys):
+    """A Ctrl-C during an import's class creation (before the handler is in place) reaches
+    Python 3.11 as the cause of a RuntimeError from __set_name__ (seen at 1 ms: `platform`'s
+    cached properties): still one line and exit 130."""
+    from icltheory import _cli
+
+    def interrupted():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'cached_property' instance") from exc
+
+    monkeypatch.setattr(_cli, "_one_blas_thread", interrupted)
+    monkeypatch.setattr(_cli.signal, "signal", lambda *a: None)  # this process keeps its Ctrl-C
+    monkeypatch.setattr(sys, "argv", ["icltheory", "list"])
+    with pytest.raises(SystemExit) as e:
+        _cli.entry()
+    assert e.value.code == 130
+    assert capsys.readouterr().err == "icltheory: interrupted\n"
