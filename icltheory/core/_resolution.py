@@ -181,22 +181,23 @@ def claim_source_hash(claim: Any) -> str:
     return hashlib.sha256(Path(src).read_bytes()).hexdigest() if src else ""
 
 
-def load_resolution_sources(path: Path | None = None) -> dict[str, str]:
-    """Claim id → :func:`claim_source_hash` of the source its resolutions were measured with."""
+def _load_section(name: str, path: Path | None) -> dict[str, Any]:
+    """One top-level section of the resolutions file, or {} when the file is absent or unreadable."""
     p = path or RESOLUTIONS_FILE
     try:
-        return json.loads(p.read_text(encoding="utf-8")).get("sources", {})
+        return json.loads(p.read_text(encoding="utf-8")).get(name, {})
     except (OSError, ValueError):
         return {}
+
+
+def load_resolution_sources(path: Path | None = None) -> dict[str, str]:
+    """Claim id → :func:`claim_source_hash` of the source its resolutions were measured with."""
+    return _load_section("sources", path)
 
 
 def load_resolutions(path: Path | None = None) -> dict[str, Any]:
     """The measured resolutions (claim id → profile → key → record), or {} when absent."""
-    p = path or RESOLUTIONS_FILE
-    try:
-        return json.loads(p.read_text(encoding="utf-8")).get("claims", {})
-    except (OSError, ValueError):
-        return {}
+    return _load_section("claims", path)
 
 
 def resolution_text(record: dict[str, Any]) -> str:
