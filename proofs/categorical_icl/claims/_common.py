@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from icltheory.core import PlantedError, lazy_module
+from icltheory.core import PlantedError, lazy_module, mean_bounds
 
 theory = lazy_module("proofs.categorical_icl.theory")
 
@@ -163,6 +163,39 @@ def _refutable(refuted: bool, models: dict, by: float | None = None) -> tuple[bo
                 f"{n} was still improving at its last look ({g:.3g} over the second half of its training)"
                 for n, g in still) + ": more training could close it, no refutation")
     return refuted, ""
+
+
+#: independent repetitions of a trained-model comparison (fresh initialisations, minibatches and
+#: training prompts; the same validation and test prompts), run when the first comparison shows a
+#: trend reversed outright: a refutation must reproduce, significant at the same level, in each
+REPLICATES = 2
+
+
+def _learned(nll_exact: dict, uniform_nll: float, level: float) -> bool:
+    """Whether any of the models (name → per-prompt exact-label NLL) is shown better than the
+    uniform prediction (NLL ln C) by a one-sided bound at ``level``: when none is, none learned
+    anything from its prompts (a task with almost no signal, or too few prompts) and their
+    comparison refutes nothing; one that did learn against one left behind is a real reversal
+    (or a broken model)."""
+    for nll in nll_exact.values():
+        b = mean_bounds(nll - uniform_nll, a_lower=level, a_upper=level)
+        if b.ok and b.upper < 0.0:
+            return True
+    return False
+
+
+def _nothing_learned(nll_exact: dict, uniform_nll: float) -> str:
+    """Why a reversal between models that learned nothing (:func:`_learned`) refutes nothing."""
+    return ("neither model is shown better than the uniform prediction (NLL "
+            + " and ".join(f"{float(np.mean(v)):.4g} ({k})" for k, v in nll_exact.items())
+            + f" against ln C = {uniform_nll:.4g}): they learned nothing from their prompts, so their "
+              "comparison refutes nothing")
+
+
+def _not_reproduced(r: int, n: int, bound: float) -> str:
+    """Why a reversal that independent repetition ``r`` of ``n`` does not show refutes nothing."""
+    return (f"reversed in the first training, but not significantly in independent repetition {r + 1} of "
+            f"{n} (its bound {bound:.3g}): training randomness can explain it, no refutation")
 
 
 def _tol(b) -> dict:

@@ -8,8 +8,9 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import DepthSetting
-from ._common import (_BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _refutable, _three_way, model_blocks,
-                      step_work, synthetic_task)
+from ._common import (_BOUNDS_WHY, EXPERIMENTS, REPLICATES, SOURCE, THEORY, _learned, _margin,
+                      _not_reproduced, _nothing_learned, _refutable, _three_way, model_blocks, step_work,
+                      synthetic_task)
 
 ex = lazy_module("proofs.categorical_icl.experiments")
 
@@ -49,12 +50,6 @@ def _untrained_deeper(orig):
     def train(learner, train_set, val_set, rng, **kw):
         return orig(learner, train_set, val_set, rng, **(dict(kw, lr=0.0) if learner.K > 1 else kw))
     return train
-
-
-#: independent repetitions of the whole comparison (fresh initial W_e, minibatches and training
-#: prompts; the same validation and test prompts) run when the first shows a depth step not
-#: helping at all: a refutation must reproduce in each
-REPLICATES = 2
 
 
 def _level(s) -> float:
@@ -200,13 +195,8 @@ training could close it).
                                            for K in depths} for rep in reps]
         for k, k1 in zip(depths, depths[1:]):
             lo, hi = m[f"K={k}"], m[f"K={k1}"]
-            # the models must have learned from their prompts: two no better than the uniform
-            # prediction (a task with almost no signal) make no depth comparison (one that did
-            # learn against one that did not is a real reversal, or a broken model)
-            learned = False
-            for r in (lo, hi):
-                u = mean_bounds(r["nll_exact"] - m["uniform_nll"], a_lower=a_each, a_upper=a_each)
-                learned = learned or (u.ok and u.upper < 0.0)
+            pair = {f"{k} blocks": lo["nll_exact"], f"{k1} blocks": hi["nll_exact"]}
+            learned = _learned(pair, m["uniform_nll"], a_each)
             short = hi["train_loss"] - lo["train_loss"]
             progress = lo["train_loss_start"] - lo["train_loss"]
             shortfall = 0 < short <= SHORTFALL_SHARE * progress
@@ -239,11 +229,7 @@ training could close it).
                                   f"more than {SHORTFALL_SHARE:.0%} of the {progress:.3g} training took off the "
                                   f"{k}-block model's loss: its training failed, or the comparison is broken")
                 if refuted and not learned:
-                    refuted, detail = False, (
-                        f"reversed, but neither model is shown better than the uniform prediction (NLL "
-                        f"{float(lo['nll_exact'].mean()):.4g} and {float(hi['nll_exact'].mean()):.4g} against ln C = "
-                        f"{m['uniform_nll']:.4g}): they learned nothing from their prompts, so the depths' "
-                        "comparison refutes nothing")
+                    refuted, detail = False, "reversed, but " + _nothing_learned(pair, m["uniform_nll"])
                 for r, rep in enumerate(reps):
                     if not refuted:
                         break
@@ -251,10 +237,7 @@ training could close it).
                     g_r = (rl["nll_exact"] - rh["nll_exact"]) if what == "NLL" else (rh["accuracy"] - rl["accuracy"])
                     b_r = mean_bounds(g_r, a_lower=a_each, a_upper=a_each)
                     if not (b_r.ok and b_r.upper < pred):
-                        refuted, detail = False, (
-                            f"reversed in the first training, but not significantly in independent repetition "
-                            f"{r + 1} of {len(reps)} (its upper bound {b_r.upper:.3g}): training randomness can "
-                            "explain it, no refutation")
+                        refuted, detail = False, _not_reproduced(r, len(reps), b_r.upper)
                 better = "below" if what == "NLL" else "above"
                 ctx.condition(
                     f"{what} with {k1} blocks {better} {k} blocks (gain > {pred:g})",

@@ -8,18 +8,14 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import TrainingSetting
-from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, SOURCE, THEORY, _margin, _refutable, _three_way, _tol,
+from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, REPLICATES, SOURCE, THEORY, _learned, _margin,
+                      _not_reproduced, _nothing_learned, _refutable, _three_way, _tol,
                       model_blocks, step_work, synthetic_task, untrained)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
 
 __all__ = ["Training"]
-
-#: independent repetitions of the whole comparison (fresh initialisations, minibatches and
-#: training prompts; the same test prompts) run when the first shows a trend reversed outright:
-#: a refutation must reproduce in each
-REPLICATES = 2
 
 _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722, 0.724, 0.719, 0.727],
           "K=2, trained-TF accuracy": [0.524, 0.609, 0.670, 0.687, 0.700, 0.704, 0.712, 0.720],
@@ -184,14 +180,10 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
         # every class with probability 1/C, neither learned anything there (a task with almost no
         # signal, or too few prompts) and their comparison refutes nothing; when the Transformer
         # did learn, a GD model left behind uniform is a real defeat (or a broken model): it stands
-        u = mean_bounds(m[gd_small]["nll_exact"] - m["uniform_nll"], a_lower=_A, a_upper=_A)
-        ut = mean_bounds(m[f"TF L={small}"]["nll_exact"] - m["uniform_nll"], a_lower=_A, a_upper=_A)
-        ctx.measure("gd_nll_small_L_minus_uniform", float(u.moments.mean))
-        if not (u.ok and u.upper < 0.0) and not (ut.ok and ut.upper < 0.0):
-            blank = (f"neither model at L={small} is shown better than the uniform prediction (NLL "
-                     f"{float(m[gd_small]['nll_exact'].mean()):.4g} and "
-                     f"{float(m[f'TF L={small}']['nll_exact'].mean()):.4g} against ln C = {m['uniform_nll']:.4g}): "
-                     "they learned nothing from their prompts, so their comparison refutes nothing")
+        at_small = {gd_small: m[gd_small]["nll_exact"], f"TF L={small}": m[f"TF L={small}"]["nll_exact"]}
+        ctx.measure("gd_nll_small_L_minus_uniform", float(np.mean(at_small[gd_small]) - m["uniform_nll"]))
+        if not _learned(at_small, m["uniform_nll"], _A):
+            blank = _nothing_learned(at_small, m["uniform_nll"])
             why1, why2 = (why1 or blank) if ref1 else why1, (why2 or blank) if ref2 else why2
             ref1 = ref2 = False
         # a reversal in the first comparison must reproduce in every independent repetition
@@ -203,9 +195,7 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
             r2 = mean_bounds(db - ratio * ds, a_lower=_A, a_upper=_A)
             for k, (again, bnd) in enumerate(((r1.ok and r1.upper < pred1, r1.upper), (r2.ok and r2.lower > 0.0, r2.lower))):
                 if (ref1, ref2)[k] and not again:
-                    note = (f"reversed in the first training, but not significantly in independent repetition "
-                            f"{r + 1} of {len(reps)} (its bound {bnd:.3g}): training randomness can explain it, "
-                            "no refutation")
+                    note = _not_reproduced(r, len(reps), bnd)
                     if k == 0:
                         ref1, why1 = False, note
                     else:

@@ -108,19 +108,22 @@ def _run(s, run, thresholds, repeats: int = 1) -> dict:
     return out
 
 
-def _guards(ctx, s, m, T) -> bool:
+def _guards(ctx, s, m, T, label: str = "") -> bool:
+    """Whether the run ``m`` (attention times ``T``) can be judged; ``label`` names it when it is
+    one of several runs."""
     if s.architecture == "paper":
         if not (small_step_ok(ctx, s.K, s.eta * s.L**2, f"K={s.K}")
                 and descends(ctx, m, "model A")):
             return False
-    elif not summary_ok(ctx, m):
+    elif not summary_ok(ctx, m, label or "the summary's model"):
         return False
+    where = f"{label}: " if label else ""
     if np.any(np.isnan(T)):
-        ctx.inconclusive(f"an attention level was not reached within {s.steps} steps (raise "
+        ctx.inconclusive(f"{where}an attention level was not reached within {s.steps} steps (raise "
                          "'steps')")
         return False
     if T[0] < MIN_STEPS_FOR_RATE:
-        ctx.inconclusive(f"the first level is crossed after {T[0]:.3g} steps, too few to resolve "
+        ctx.inconclusive(f"{where}the first level is crossed after {T[0]:.3g} steps, too few to resolve "
                          f"(< {MIN_STEPS_FOR_RATE}); lower η")
         return False
     return True
@@ -260,11 +263,7 @@ class SummarySinglePhase(Claim):
         if s.architecture == "summary":
             for r, rep in enumerate(m.get("repeats") or [], start=1):
                 Tr = np.asarray(rep["T"])
-                if not summary_ok(ctx, rep, f"independent run {r + 1} of the summary's model"):
-                    return
-                if np.any(np.isnan(Tr)) or Tr[0] < MIN_STEPS_FOR_RATE:
-                    ctx.inconclusive(f"independent run {r + 1} of {SUMMARY_RUNS} did not resolve both attention "
-                                     f"levels within {s.steps} steps (times {Tr.tolist()}): raise 'steps'")
+                if not _guards(ctx, s, rep, Tr, f"independent run {r + 1} of {SUMMARY_RUNS} of the summary's model"):
                     return
                 ratios.append(float(Tr[0] / Tr[1]))
             ctx.measure("phase_time_ratio_per_run", ratios)
