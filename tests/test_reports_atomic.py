@@ -372,3 +372,23 @@ def test_ctrl_c_wrapped_by_set_name_is_still_one_line(monkeypatch, capsys):
         _cli.entry()
     assert e.value.code == 130
     assert capsys.readouterr().err == "icltheory: interrupted\n"
+
+
+def test_stopping_a_pool_waits_for_its_manager_thread():
+    # Python 3.11's exit handler writes to the manager thread's wake-up pipe without a lock; if
+    # that thread is still closing the pipe, the interrupted report printed an OSError traceback
+    # at exit.  Stopping the pool must therefore leave its manager thread finished.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from icltheory.report._batch import _can_fork, _stop
+
+    if not _can_fork() or sys.version_info >= (3, 14):
+        pytest.skip("the pool is stopped by fork-free means here")
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork"))
+    futures = [pool.submit(time.sleep, 30) for _ in range(2)]
+    manager = pool._executor_manager_thread
+    assert manager is not None and manager.is_alive()
+    _stop(pool)
+    assert not manager.is_alive()
+    assert all(f.done() for f in futures)

@@ -89,7 +89,9 @@ def _stop(pool: Any) -> None:
     if terminate is not None:
         terminate()
         return
-    for p in list(getattr(pool, "_processes", {}).values()):
+    # read before shutdown(), which drops the pool's reference to its manager thread
+    manager = getattr(pool, "_executor_manager_thread", None)
+    for p in list((getattr(pool, "_processes", None) or {}).values()):
         try:
             p.terminate()
         except Exception:  # pragma: no cover - already gone
@@ -99,7 +101,6 @@ def _stop(pool: Any) -> None:
     # handler writes to that pipe without a lock: an exit racing the thread's end printed
     # "OSError: Bad file descriptor" under the interrupted line.  The workers are terminated, so
     # the thread ends at once: wait for it (bounded)
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None and manager.is_alive():
         manager.join(timeout=10.0)
 
