@@ -174,6 +174,23 @@ def test_drop_times_short_horizon_or_few_sequences_is_inconclusive():
     assert v.verdict == "inconclusive" and any("raise P" in r for r in v.reasons), v.summary()
 
 
+def test_drop_times_init_beyond_the_learned_scale_is_inconclusive_before_training():
+    # λ = 1e6 at the default init: the learned scale v* = (λc)^(-1/3) ≈ 0.01 is below w_init ≈ 0.03,
+    # and GD at the derived step diverged at once; the scope is now checked before training, and
+    # the suggested w_init is in scope (the reduction's order within pop_rel_tol / 3)
+    c = get_claim("linattn.separate.drop-times")
+    s = DropTimesSetting.parse({"profile": "quick", "lambdas": "1e6"})
+    m = measure_claim(c, s)
+    assert m.values["trained"] is False and m.values["init_order"] > 1.0
+    v = judge_claim(c, s, m)
+    assert v.verdict == "inconclusive" and any("nothing was trained" in r for r in v.reasons), v.summary()
+    w = float(v.reasons[0].split("w_init ≤ ")[1].split()[0])
+    order = m.values["init_order"] * (w / s.w_init) ** 2
+    assert 3.0 * order <= s.pop_rel_tol and 3.0 * order > 0.9 * s.pop_rel_tol
+    lam, cd = 1e6, 1 + (1 + 1) / s.N  # independent recomputation of the order
+    assert math.isclose(m.values["init_order"], (s.w_init * (lam * cd) ** (1 / 3)) ** 2, rel_tol=1e-10)
+
+
 @pytest.mark.slow
 def test_init_scale_wrong_lazy_rate_fails():
     k = get_claim("linattn.init-scale").constants(LazyInitScaleSetting.parse({"profile": "quick"}))
