@@ -732,7 +732,8 @@ def test_finite_sample_run_is_skipped_up_front_where_its_training_set_cannot_res
 
 def test_tiny_lambda_min_is_accepted_by_the_flow_with_a_larger_time_unit():
     """λ_min = 1e-6 needs a horizon beyond 1e15 default steps: the adaptive flow (lr only its time
-    unit) takes a larger unit instead of refusing; GD at an explicit step still refuses."""
+    unit) takes a larger unit instead of refusing; GD at its derived step is beyond reach (no run,
+    inconclusive), and GD at a step the user gave is bad input."""
     from icltheory.core import SettingError
     from proofs.linear_attention.settings import STEPS_MAX
 
@@ -742,8 +743,33 @@ def test_tiny_lambda_min_is_accepted_by_the_flow_with_a_larger_time_unit():
         s = c.setting(keys)
         assert s.steps <= STEPS_MAX and s.steps * s.lr >= 0.999 * s.horizon(min(getattr(s, "ranks", [s.R]))), cid
         assert s.lr > c.setting(dict(keys, lambdas="0.5,0.0594604,0.00707107,0.0008409,0.0001")).lr, cid
+    c = get_claim("linattn.separate.saddle-to-saddle")
+    s = c.setting(dict(keys, integrator="gd"))
+    assert s.beyond_reach is not None and "derived lr" in s.beyond_reach
     with pytest.raises(SettingError, match="raise lr"):
-        get_claim("linattn.separate.saddle-to-saddle").setting(dict(keys, integrator="gd"))
+        c.setting(dict(keys, integrator="gd", lr=s.lr))
+
+
+def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_input(monkeypatch):
+    """λ = 1e6 and 1e-6: the stable step (set by the largest eigenvalue) would need ~1e28 steps
+    to cover the slowest direction's horizon.  The values given are valid, so the verdict is
+    inconclusive, before any theory is derived or any run made (even with --predict values);
+    the same step given by the user is bad input (exit 2)."""
+    from icltheory.core import SettingError, run_check
+
+    c = get_claim("linattn.merged.fixed-points")
+    keys = {"lambdas": "1e6,1e-6"}
+    called = []
+    monkeypatch.setattr(type(c), "constants", lambda self, s: called.append(s) or {})
+    monkeypatch.setattr(type(c), "measure", lambda self, s, run: called.append(s) or {})
+    v = run_check(c.id, keys)
+    assert v.verdict == "inconclusive" and v.reasons[0].startswith("not run: the horizon"), v.reasons
+    assert "derived lr" in v.reasons[0] and "1e+15" in v.reasons[0]
+    v = run_check(c.id, keys, predict={"c": "1,1"})
+    assert v.verdict == "inconclusive" and not called
+    with pytest.raises(SettingError, match="raise lr"):
+        c.setting(dict(keys, lr=c.setting(keys).lr))
+    assert c.setting({"lambdas": "1,1e-2"}).beyond_reach is None
 
 
 def test_a_flow_measured_short_of_the_resolution_is_solved_again_at_the_rtol_that_would_do(monkeypatch):

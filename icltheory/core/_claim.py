@@ -578,6 +578,8 @@ def over_budget(claim: Claim, setting: Setting) -> str | None:
 
 
 def _over_budget(claim: Claim, setting: Setting) -> str | None:
+    if setting.beyond_reach is not None:
+        return f"not run: {setting.beyond_reach}"
     try:
         cost = claim.cost(setting)
     except BadInput:
@@ -793,10 +795,10 @@ def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
         if profile not in PROFILES:
             raise BadInput(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
         setting = setting.with_profile(profile)
-    if not claim.is_legacy() and not predict:
+    if not claim.is_legacy() and (not predict or setting.beyond_reach is not None):
         # a setting over the profile's budget is refused from its estimate alone, before any
         # theory is derived or solved (with --predict values the constants are needed first,
-        # to tell malformed values apart as bad input)
+        # to tell malformed values apart as bad input, unless no run can be made at all)
         b = _Boundary("the work estimate")
         refusal = None
         with b:

@@ -433,6 +433,19 @@ class Setting:
         spec: _Spec = self.__dataclass_fields__[name].metadata["spec"]
         object.__setattr__(self, name, spec.convert(name, value))
 
+    def _beyond_reach(self, why: str) -> None:
+        """Called by :meth:`_resolve` when a *derived* default cannot be met (e.g. a step the
+        spectrum's stability allows that would need more steps than any run can take): the values
+        the user gave are valid, but no run at them can decide, so every run is refused before
+        anything is derived or solved and the verdict is ``inconclusive`` with ``why``.  A value
+        the user gave that cannot be met is bad input instead (raise :class:`SettingError`)."""
+        object.__setattr__(self, "_beyond", why)
+
+    @property
+    def beyond_reach(self) -> str | None:
+        """Why no run at this setting can decide (see :meth:`_beyond_reach`), or ``None``."""
+        return getattr(self, "_beyond", None)
+
     # construction ------------------------------------------------------------------------
     @classmethod
     def keys(cls) -> list[str]:

@@ -50,12 +50,20 @@ def typical_scale(w_init: float, R: int, D: int) -> float:
     return w_init * (R * (D + 1)) ** (-1.0 / 3.0)
 
 
-def _steps(key: str, horizon: float, lr: float) -> int:
+def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int:
+    """GD steps of size ``lr`` (the value of ``owner``'s key ``key``) covering ``horizon`` τ.  More
+    than STEPS_MAX: bad input when the user gave the step; when the step is derived (bounded by
+    the spectrum's stability) the setting is beyond reach and no run is made."""
     n = horizon / lr
-    if not (math.isfinite(n) and n <= STEPS_MAX):
+    if math.isfinite(n) and n <= STEPS_MAX:
+        return max(int(math.ceil(n)), 1)
+    if key in owner.given():
         raise SettingError(key, f"the horizon {horizon:.3g} τ needs {n:.3g} steps of η = {lr:.3g}, "
-                                f"more than {STEPS_MAX:.0e} (raise lr)")
-    return max(int(math.ceil(n)), 1)
+                                f"more than {STEPS_MAX:.0e} (raise {key})")
+    owner._beyond_reach(f"the horizon {horizon:.3g} τ (set by the slowest direction) needs {n:.3g} GD steps "
+                        f"of the derived {key} = {lr:.3g} τ (set by stability at the largest eigenvalues), more "
+                        f"than the {STEPS_MAX:.0e} any run may take: the spectrum is too spread for GD")
+    return STEPS_MAX
 
 
 def _lambdas(default, doc: str, sample=(0.1, 2.0, "log")):
@@ -159,7 +167,7 @@ class MergedFixedPointSetting(SpectrumSetting):
         if self.steps is None:
             lmin = min(self.lambdas)
             t = 3 * (2 * math.log(1 / self.w_init) + 35) / (2 * lmin**2)
-            self._set("steps", _steps("lr", t, self.lr))
+            self._set("steps", _steps(self, "lr", t, self.lr))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +210,7 @@ class SigmoidSetting(SpectrumSetting):
         if self.lr is None:
             self._set("lr", 0.04 / r)
         if self.steps is None:
-            self._set("steps", _steps("lr", t_half + 12.0 / r, self.lr))
+            self._set("steps", _steps(self, "lr", t_half + 12.0 / r, self.lr))
         if self.horizon is None:
             self._set("horizon", max(t_half + 10.0 / r,
                                      2 * (math.log(math.sqrt(self.D) / (lam * c)) - 2 * math.log(self.w_init) + 10) / r))
@@ -325,7 +333,7 @@ class _HeadsSetting(_SeparateBase):
         more than STEPS_MAX steps (a tiny λ_min) the flow gets a larger unit instead of a refusal."""
         if getattr(self, "integrator", None) == "flow" and not lr_given and horizon / self.lr > STEPS_MAX:
             self._set("lr", horizon / STEPS_MAX * (1 + 1e-9))
-        self._set("steps", _steps("lr", horizon, self.lr))
+        self._set("steps", _steps(self, "lr", horizon, self.lr))
 
     def _resolve(self) -> None:
         explicit_gd = self.lr is not None or getattr(self, "steps", None) is not None
@@ -467,7 +475,7 @@ class ScalarOdeSetting(Setting):
         if self.lr is None:
             self._set("lr", min(T / 2000.0, 0.2 / p.stability_curvature(self.lam, c)))
         if self.steps is None:
-            self._set("steps", _steps("lr", 1.5 * T, self.lr))
+            self._set("steps", _steps(self, "lr", 1.5 * T, self.lr))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -506,7 +514,7 @@ class InitScaleSetting(_HeadsSetting):
                                                 "a tenth of the learned value 1/(λc)")
         if self.steps_merged is None:
             wmin = self.w_init_merged * min(self.SCALES_M)
-            self._set("steps_merged", _steps("lr_merged", 16 * 3 * (math.log(1 / wmin) + 5) / g, self.lr_merged))
+            self._set("steps_merged", _steps(self, "lr_merged", 16 * 3 * (math.log(1 / wmin) + 5) / g, self.lr_merged))
         if self.steps_separate is None:
             lam, c = self.lambdas, self.c()
             top = p.order(lam)[0]
@@ -514,7 +522,7 @@ class InitScaleSetting(_HeadsSetting):
             if v0 >= 0.5 * p.v_star(lam[top], c[top]):
                 raise SettingError("w_init", f"{self.w_init:g} is not small: the smallest swept scale "
                                              "already starts past half the learned value")
-            self._set("steps_separate", _steps("lr", 3 * p.escape_time(lam[top], c[top], v0), self.lr))
+            self._set("steps_separate", _steps(self, "lr", 3 * p.escape_time(lam[top], c[top], v0), self.lr))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -554,7 +562,7 @@ class SoftmaxSetting(_SeparateBase):
         if self.lr is None:
             self._set("lr", min(1.0, 2.0 / self.kappa_max()))
         if self.steps is None:
-            self._set("steps", _steps("lr", self.horizon_factor * self.second_drop_time(), self.lr))
+            self._set("steps", _steps(self, "lr", self.horizon_factor * self.second_drop_time(), self.lr))
 
     def second_drop_time(self) -> float:
         """The linear theory's time (τ) to learn the third direction (to u = 0.9 from the init

@@ -54,7 +54,7 @@ class LazyInitScaleSetting(InitScaleSetting):
             self._set("lr_lazy", 0.05 / self.kappa_max())
         if self.steps_lazy is None:
             rho = lazy.lazy_constants(self.lambdas, self.N)["lazy_rate"]
-            self._set("steps_lazy", _steps("lr_lazy", (math.log(1 / LAZY_WINDOW[0]) + 8) / rho, self.lr_lazy))
+            self._set("steps_lazy", _steps(self, "lr_lazy", (math.log(1 / LAZY_WINDOW[0]) + 8) / rho, self.lr_lazy))
 
     @property
     def lazy_scales(self) -> np.ndarray:
@@ -107,7 +107,7 @@ class DropTimesSetting(SeparateSetting):
         super()._resolve()
         if not given:
             typical = self.horizon_factor * self.horizon(1, margin=1.0)
-            self._set("steps", _steps("lr", max(typical, self.first_drops_reach(typical)), self.lr))
+            self._set("steps", _steps(self, "lr", max(typical, self.first_drops_reach(typical)), self.lr))
 
     def first_drops_reach(self, typical: float) -> float:
         """Long enough for every seed's predicted first drop (per-head ODE from its initial
