@@ -59,6 +59,46 @@ class SquareMean(Claim):
         ctx.plot(Plot("x² samples", "i", "x²", [Series(list(range(20)), list(x2[:20]), "x²")]))
 
 
+def pair_values() -> list[float]:
+    return [1.0, 100.0]
+
+
+def pair_measured() -> list[float]:
+    return [1.0, 100.0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairSetting(Setting):
+    """No keys of its own."""
+
+
+class PairUnderOneTolerance(Claim):
+    """Two numbers of different sizes judged with one absolute tolerance 0.01 (not registered:
+    the resolution tests build it)."""
+
+    id = "testonly.resolution.pair"
+    title = "two numbers under one absolute tolerance"
+    source = "test claim"
+    provenance = "derived here"
+    statement = "p = (1, 100)"
+    setting_type = PairSetting
+    predictions = {"pair": Prediction("two numbers of different sizes")}
+    planted_errors = (
+        PlantedError("theory", "doubled", "_fake_claims:pair_values", lambda o: lambda: [2 * x for x in o()]),
+        PlantedError("measurement", "halved", "_fake_claims:pair_measured",
+                     lambda o: lambda: [x / 2 for x in o()]),
+    )
+
+    def constants(self, s):
+        return {"pair": pair_values()}
+
+    def measure(self, s, run):
+        return {"pair": pair_measured()}
+
+    def judge(self, s, pred, m, ctx):
+        ctx.close("pair", key="pair", measured=m["pair"], atol=0.01, why="one absolute tolerance")
+
+
 class SquareMeanAgain(SquareMean):
     """The same claim under a second id (a report run with two light claims)."""
 

@@ -86,3 +86,22 @@ def test_probes_keep_the_sign_and_identities_are_exact():
     assert rec["delta"] is not None and rec["delta"] < 1.0 and rec["verified"], rec
     text = resolution_text({"kind": "value", "exact": True, "delta": 1e-12, "verified": True})
     assert text.startswith("exact: every error tried fails, down to 1e-12")
+
+
+def test_a_list_under_one_absolute_tolerance_is_resolved_entry_by_entry():
+    """Entries 1 and 100 judged with one absolute tolerance 0.01: the worst entry's δ (1 %) is
+    the list's resolution, and each entry's own δ is recorded (the large one resolves 100×
+    finer), and shown."""
+    from _fake_claims import PairUnderOneTolerance
+
+    c = PairUnderOneTolerance()
+    s = c.setting({})
+    r = measure_resolution(c, s, steps=30)["pair"]
+    assert r.verified and math.isclose(r.delta, 0.01, rel_tol=1e-3), r
+    assert set(r.by_position) == {"0", "1"}
+    assert math.isclose(r.by_position["0"], 0.01, rel_tol=1e-3)
+    assert math.isclose(r.by_position["1"], 1e-4, rel_tol=1e-3)
+    text = resolution_text(r.as_dict())
+    assert text.startswith("an error of ≥ 1 % fails (by entry: [0] 1 %, [1] 0.01 %)"), text
+    # entries resolved alike are not listed
+    assert "by entry" not in resolution_text({**r.as_dict(), "by_position": {"0": 0.01, "1": 0.009}})

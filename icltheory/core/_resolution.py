@@ -43,7 +43,10 @@ _LOWER_MAX = 1.0 - 1e-9
 class Resolution:
     """``delta``: the smallest error (relative, or absolute when ``absolute``) that fails in
     every direction tried; ``None`` with ``note`` when it could not be measured; ``exact``: a
-    count or order (any change fails); ``verified``: fails at δ and holds at δ/10."""
+    count or order (any change fails); ``verified``: fails at δ and holds at δ/10;
+    ``by_position``: for a list, each probed position's own δ (``None``: no error tried there
+    fails), since one tolerance shared by entries of different sizes resolves the large ones
+    relatively finer than δ, the worst of them, says."""
 
     key: str
     kind: str
@@ -52,6 +55,7 @@ class Resolution:
     exact: bool = False
     verified: bool = False
     note: str = ""
+    by_position: dict[str, float | None] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (for JSON)."""
@@ -121,6 +125,7 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
         signs = {"lower_bound": (+1,), "upper_bound": (-1,)}.get(pred.kind, (+1, -1))
         worst, worst_at = 0.0, (_positions(true)[0], signs[0])
         note = ""
+        per_pos: dict[str, float | None] = {}
         for pos in _positions(true):
             if pos is not None and float(true[pos]) == 0.0 and not absolute:
                 continue  # a zero entry of a nonzero list: relative errors do not move it
@@ -135,6 +140,7 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
                     note = (f"an error of {top:.9g}× at position {pos} ({'+' if sign > 0 else '−'}) "
                             "does not fail")
                     worst = math.inf
+                    per_pos[str(pos)] = None
                     continue
                 lo, hi = math.log(_LO), math.log(top)
                 if fails(_LO):
@@ -148,10 +154,14 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
                             lo = mid
                 if math.exp(hi) > worst:
                     worst, worst_at = math.exp(hi), (pos, sign)
+                prev = per_pos.get(str(pos), 0.0)
+                if prev is not None:  # None: an error at this position that never fails
+                    per_pos[str(pos)] = max(prev, math.exp(hi))
         if progress is not None:
             progress(key)
+        by_position = per_pos if isinstance(true, (list, tuple)) and len(per_pos) > 1 else None
         if not math.isfinite(worst):
-            out[key] = Resolution(key, pred.kind, None, absolute, note=note)
+            out[key] = Resolution(key, pred.kind, None, absolute, note=note, by_position=by_position)
             continue
         if worst <= _LO * (1 + 1e-9):  # every error tried fails, the smallest included: an identity
             out[key] = Resolution(key, pred.kind, _LO, absolute, exact=True, verified=True,
@@ -165,7 +175,7 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
         out[key] = Resolution(key, pred.kind, d, absolute, verified=at and below == "holds",
                               note="" if at and below == "holds" else
                               f"not monotone: at δ {'fails' if at else 'not fails'}, at δ/10 "
-                              f"{below}")
+                              f"{below}", by_position=by_position)
     return out
 
 
@@ -210,11 +220,21 @@ def resolution_text(record: dict[str, Any]) -> str:
     if d is None:
         return f"not measured ({record.get('note') or 'unknown'})"
     kind = record.get("kind")
-    if record.get("absolute"):
-        size = f"{d:.2g} (absolute)"
-    else:
-        size = f"{100 * d:.2g} %" if d >= 1e-4 else f"{d:.2g} (relative)"
+    absolute = bool(record.get("absolute"))
+    size = _size(d, absolute)
     what = {"lower_bound": "a bound stated higher by", "upper_bound": "a bound stated lower by"}
     prefix = what.get(str(kind), "an error of")
     tail = "" if record.get("verified") else f" [{record.get('note') or 'not verified'}]"
+    by = record.get("by_position") or {}
+    finite = [v for v in by.values() if v is not None]
+    if len(finite) > 1 and min(finite) < 0.5 * max(finite):  # entries resolved differently: say so
+        tail = (" (by entry: " + ", ".join(f"[{k}] {_size(v, absolute) if v is not None else 'none'}"
+                                            for k, v in sorted(by.items(), key=lambda kv: int(kv[0])))
+                + ")" + tail)
     return f"{prefix} ≥ {size} fails{tail}"
+
+
+def _size(d: float, absolute: bool) -> str:
+    if absolute:
+        return f"{d:.2g} (absolute)"
+    return f"{100 * d:.2g} %" if d >= 1e-4 else f"{d:.2g} (relative)"
