@@ -392,3 +392,37 @@ def test_stopping_a_pool_waits_for_its_manager_thread():
     _stop(pool)
     assert not manager.is_alive()
     assert all(f.done() for f in futures)
+
+
+_RESULT_FD = -1
+
+
+def _half_sent_result() -> None:
+    """In a forked worker: the header of a 1000-byte result on the pool's result pipe, then
+    nothing (a worker stopped while sending its result)."""
+    import struct
+
+    os.write(_RESULT_FD, struct.pack("!i", 1000))
+    time.sleep(60)
+
+
+def test_stopping_a_pool_ends_a_manager_thread_left_waiting_for_a_half_sent_result():
+    # the manager thread blocks reading the rest of the message; this process still holds the
+    # pipe's write end, so it never sees the end of file, and Python's exit would wait for that
+    # thread for ever
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from icltheory.report._batch import _can_fork, _stop
+
+    global _RESULT_FD
+    if not _can_fork() or sys.version_info >= (3, 14):
+        pytest.skip("the pool is stopped by fork-free means here")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    _RESULT_FD = pool._result_queue._writer.fileno()
+    pool.submit(_half_sent_result)
+    manager = pool._executor_manager_thread
+    time.sleep(0.5)  # the header is read; the thread waits for the rest
+    t0 = time.monotonic()
+    _stop(pool)
+    assert not manager.is_alive() and time.monotonic() - t0 < 5.0

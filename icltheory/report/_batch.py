@@ -85,22 +85,36 @@ def _run_serial(jobs: Sequence[tuple[Claim, Setting]], progress: Progress | None
 
 
 def _stop(pool: Any) -> None:
+    """Stop ``pool`` now: its workers terminated and its manager thread ended, so nothing is
+    left for Python's exit to wait on or to race with."""
     terminate = getattr(pool, "terminate_workers", None)  # Python ≥ 3.14
     if terminate is not None:
         terminate()
         return
-    # read before shutdown(), which drops the pool's reference to its manager thread
+    # read before shutdown(), which drops the pool's references to them
     manager = getattr(pool, "_executor_manager_thread", None)
-    for p in list((getattr(pool, "_processes", None) or {}).values()):
+    result_queue = getattr(pool, "_result_queue", None)
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for p in workers:
         try:
             p.terminate()
         except Exception:  # pragma: no cover - already gone
             pass
+    for p in workers:
+        p.join(timeout=10.0)
+    # a worker terminated while sending its result leaves the manager thread waiting for the
+    # rest of that message; with every worker gone, closing this process's copy of the pipe's
+    # write end ends that wait (end of file: the thread takes the pool as broken and ends)
+    writer = getattr(result_queue, "_writer", None)
+    if writer is not None and manager is not None and manager.is_alive():
+        try:
+            writer.close()
+        except OSError:  # pragma: no cover - already closed
+            pass
     pool.shutdown(wait=False, cancel_futures=True)
-    # the pool's manager thread closes its wake-up pipe as it ends, and Python 3.11's exit
-    # handler writes to that pipe without a lock: an exit racing the thread's end printed
-    # "OSError: Bad file descriptor" under the interrupted line.  The workers are terminated, so
-    # the thread ends at once: wait for it (bounded)
+    # the manager thread closes its wake-up pipe as it ends, and Python 3.11's exit handler
+    # writes to that pipe without a lock: an exit racing the thread's end printed "OSError: Bad
+    # file descriptor" under the interrupted line.  Wait for it (bounded)
     if manager is not None and manager.is_alive():
         manager.join(timeout=10.0)
 
@@ -154,13 +168,13 @@ def _run_parallel(jobs: Sequence[tuple[Claim, Setting]], workers: int,
                     on_done(value)
             if progress is not None:
                 progress(1.0 - len(pending) / len(jobs), f"{len(jobs) - len(pending)} done")
+        pool.shutdown(wait=True)
     except BaseException:
         _stop(pool)
         raise
     finally:
         _JOBS = []
         _HTML = False
-    pool.shutdown(wait=True)
     return [r for r in results if r is not None]
 
 
