@@ -254,14 +254,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
     predict = parse_assignments(args.predict)
     mine: list[dict[str, Any]] = [dict(predict) for _ in claims]
     if predict:  # malformed or unknown values are bad input before any run
-        keys = [set(c.constants(s)) for c, s in zip(claims, settings)]
+        # (a setting beyond reach is not run at all: its verdict says why, whatever is predicted)
+        keys = [set(c.predictions) if s.beyond_reach is not None else set(c.constants(s))
+                for c, s in zip(claims, settings)]
         if len(claims) > 1:  # each claim judges the --predict keys it predicts
             for key in predict:
                 if not any(key in k for k in keys):
                     raise BadInput(f"--predict {key}: no named claim predicts {key!r}")
             mine = [{k: v for k, v in predict.items() if k in ks} for ks in keys]
         for c, s, m in zip(claims, settings, mine):
-            if m:
+            if m and s.beyond_reach is None:
                 apply_predictions(c.id, c.constants(s), m, c.informational)
     if args.dry_run:
         return _dry_run(claims, settings, args.json)
@@ -290,6 +292,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_constants(args: argparse.Namespace) -> int:
     claim = get_claim(args.claim)
     (setting,) = _settings_for([claim], args)
+    if setting.beyond_reach is not None:  # the theory's numbers there would need the run's steps
+        print(f"{claim.id}: not run: {setting.beyond_reach}", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
     consts = claim.constants(setting)
     preds = getattr(claim, "predictions", None) or {}
     if args.json:

@@ -745,32 +745,59 @@ def test_tiny_lambda_min_is_accepted_by_the_flow_with_a_larger_time_unit():
         assert s.lr > c.setting(dict(keys, lambdas="0.5,0.0594604,0.00707107,0.0008409,0.0001")).lr, cid
     c = get_claim("linattn.separate.saddle-to-saddle")
     s = c.setting(dict(keys, integrator="gd"))
-    assert s.beyond_reach is not None and "derived lr" in s.beyond_reach
+    assert s.beyond_reach is not None and "default step for this spectrum" in s.beyond_reach
     with pytest.raises(SettingError, match="raise lr"):
-        c.setting(dict(keys, integrator="gd", lr=s.lr))
+        c.setting(dict(keys, integrator="gd", lr="0.295"))
 
 
 def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_input(monkeypatch):
     """λ = 1e6 and 1e-6: the stable step (set by the largest eigenvalue) would need ~1e28 steps
     to cover the slowest direction's horizon.  The values given are valid, so the verdict is
-    inconclusive, before any theory is derived or any run made (even with --predict values);
-    the same step given by the user is bad input (exit 2)."""
-    from icltheory.core import SettingError, run_check
+    inconclusive, before any theory is derived or any run made (even with --predict values), the
+    step and steps are left unset and the record re-parses to the same refusal; the theory's
+    constants and the measurement refuse such a setting rather than run; a step, a code lr or an
+    init the user gave that cannot be met is bad input naming that key."""
+    from icltheory.core import BeyondReach, SettingError, judge_claim, measure_claim, run_check
 
     c = get_claim("linattn.merged.fixed-points")
     keys = {"lambdas": "1e6,1e-6"}
+    s = c.setting(keys)
+    assert s.beyond_reach is not None and s.lr is None and s.steps is None
+    assert type(s).parse(s.as_dict()).beyond_reach == s.beyond_reach
+    with pytest.raises(BeyondReach, match="^not run: the horizon"):
+        c.constants(s)
+    m = measure_claim(c, s)
+    assert m.reasons and m.reasons[0].startswith("not run: the horizon")
+    assert judge_claim(c, s, m).reasons == m.reasons
     called = []
-    monkeypatch.setattr(type(c), "constants", lambda self, s: called.append(s) or {})
-    monkeypatch.setattr(type(c), "measure", lambda self, s, run: called.append(s) or {})
+    monkeypatch.setattr(type(c), "derive", lambda self, s: called.append(s))
     v = run_check(c.id, keys)
     assert v.verdict == "inconclusive" and v.reasons[0].startswith("not run: the horizon"), v.reasons
-    assert "derived lr" in v.reasons[0] and "1e+15" in v.reasons[0]
+    assert "1e+15" in v.reasons[0] and "default step for this spectrum" in v.reasons[0]
     v = run_check(c.id, keys, predict={"c": "1,1"})
     assert v.verdict == "inconclusive" and not called
     with pytest.raises(SettingError, match="raise lr"):
-        c.setting(dict(keys, lr=c.setting(keys).lr))
+        c.setting(dict(keys, lr="1e-14"))
     assert c.setting({"lambdas": "1,1e-2"}).beyond_reach is None
+    with pytest.raises(SettingError, match="'code_lr'.*given code_lr"):
+        get_claim("linattn.separate.drop-times").setting({"code_lr": "1e-20", "profile": "quick"})
+    with pytest.raises(SettingError, match="'w_init'"):
+        get_claim("linattn.separate.saddle-to-saddle").setting({"w_init": "1e-40", "integrator": "gd"})
 
+
+def test_beyond_reach_on_the_command_line_answers_at_once():
+    """check --predict and constants at a setting beyond reach: one line, exit 3, in a second
+    (they computed the theory at 1e15 steps and never returned)."""
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "icltheory"]
+    for args in (["check", "linattn.separate.drop-times", "--set", "lambdas=1e4,1e-4",
+                  "--predict", "first_drop_times=1,2", "--profile", "quick"],
+                 ["constants", "linattn.separate.drop-times", "--set", "lambdas=1e4,1e-4"]):
+        p = subprocess.run(base + args, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 3, (args, p.stdout, p.stderr)
+        assert "not run: the horizon" in p.stdout + p.stderr and "Traceback" not in p.stderr
 
 def test_a_flow_measured_short_of_the_resolution_is_solved_again_at_the_rtol_that_would_do(monkeypatch):
     """At rtol 1e-3 the adaptive flow's re-solve measures an error above the judges' resolution

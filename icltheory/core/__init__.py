@@ -27,6 +27,7 @@ from ._derivation import Step as Step
 from ._derivation import verify_identity as verify_identity
 from ._errors import BadInput as BadInput
 from ._errors import NumericalTrouble as NumericalTrouble
+from ._errors import BeyondReach as BeyondReach
 from ._errors import SettingError as SettingError
 from ._lazy import lazy_module as lazy_module
 from ._registry import GROUP as GROUP

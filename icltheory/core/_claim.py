@@ -50,7 +50,7 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from ._derivation import Derivation
-from ._errors import BadInput, NumericalTrouble
+from ._errors import BadInput, BeyondReach, NumericalTrouble
 from ._setting import PROFILES, Setting
 from ._deadline import MARK, TimeLimitReached, hard_stop, time_limit_reason
 from ._verdict import Check, CheckContext, Verdict, apply_predictions, typed_precision
@@ -255,12 +255,16 @@ def _setting_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     that names the argument (instead of an ``AttributeError`` deep inside the claim)."""
     import functools
 
+    guarded = name in ("constants", "measure")  # what may run for long at unreachable defaults
+
     @functools.wraps(fn)
     def checked(self: Any, setting: Any, *args: Any, **kw: Any) -> Any:
         expected = type(self).setting_type
         if not isinstance(setting, expected):
             raise TypeError(f"{self.id}.{name}: the setting must be a {expected.__name__} "
                             f"(claim.setting({{...}})), got {type(setting).__name__}")
+        if guarded and setting.beyond_reach is not None:
+            raise BeyondReach(f"not run: {setting.beyond_reach}")
         return fn(self, setting, *args, **kw)
 
     checked._takes_setting = True  # type: ignore[attr-defined]
@@ -562,6 +566,8 @@ class _Boundary:
             return False
         if isinstance(exc, OverBudget):
             self.reasons.append(str(exc) if str(exc).startswith(MARK) else f"not finished: {exc}")
+        elif isinstance(exc, BeyondReach):
+            self.reasons.append(str(exc))
         elif isinstance(exc, _NUMERIC_ERRORS):
             self.reasons.append(f"numerical trouble in {self.where}: {_describe_exc(exc)}")
         else:
@@ -669,6 +675,8 @@ def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
         raise TypeError(f"judge_claim: the measurement must be a Measurement (from "
                         f"measure_claim), got {type(measurement).__name__}")
     t0 = time.perf_counter()
+    if setting.beyond_reach is not None:
+        return _stopped(claim, setting, f"not run: {setting.beyond_reach}")
     limit = time_limit_reason("before the judgement")
     if limit is not None:
         return _stopped(claim, setting, limit)

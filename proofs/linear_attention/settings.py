@@ -50,20 +50,34 @@ def typical_scale(w_init: float, R: int, D: int) -> float:
     return w_init * (R * (D + 1)) ** (-1.0 / 3.0)
 
 
-def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int:
-    """GD steps of size ``lr`` (the value of ``owner``'s key ``key``) covering ``horizon`` τ.  More
-    than STEPS_MAX: bad input when the user gave the step; when the step is derived (bounded by
-    the spectrum's stability) the setting is beyond reach and no run is made."""
+#: keys a user may give that set a default step or a horizon (besides the step key itself)
+_STEP_INPUTS = ("code_lr", "w_init", "code_init", "v0", "horizon_factor", "w_init_merged")
+
+
+def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int | None:
+    """GD steps of size ``lr`` (the value of ``owner``'s key ``key``) covering ``horizon`` τ.
+
+    More than STEPS_MAX: bad input naming the keys the user gave that set the step or the
+    horizon; when none was given (the defaults for the given spectrum need more steps than any
+    run may take) the setting is beyond reach: no run is made, and ``key`` and the steps are
+    left unset (``None``), so the recorded setting re-parses to the same refusal."""
+    if owner.beyond_reach is not None:  # found beyond reach already (its step is unset)
+        return None
     n = horizon / lr
     if math.isfinite(n) and n <= STEPS_MAX:
         return max(int(math.ceil(n)), 1)
-    if key in owner.given():
-        raise SettingError(key, f"the horizon {horizon:.3g} τ needs {n:.3g} steps of η = {lr:.3g}, "
-                                f"more than {STEPS_MAX:.0e} (raise {key})")
-    owner._beyond_reach(f"the horizon {horizon:.3g} τ (set by the slowest direction) needs {n:.3g} GD steps "
-                        f"of the derived {key} = {lr:.3g} τ (set by stability at the largest eigenvalues), more "
-                        f"than the {STEPS_MAX:.0e} any run may take: the spectrum is too spread for GD")
-    return STEPS_MAX
+    given = owner.given()
+    culprits = [k for k in (key, *_STEP_INPUTS) if k in given]
+    what = f"the horizon {horizon:.3g} τ needs {n:.3g} steps of {key} = {lr:.3g} τ, more than {STEPS_MAX:.0e}"
+    if culprits:
+        raise SettingError(culprits[0], what + (" (raise lr)" if culprits[0] == key else
+                                                f" (set by the given {', '.join(culprits)})"))
+    lam = list(getattr(owner, "lambdas", None) or [owner.lam])
+    owner._beyond_reach(what + f" any run may take, at the default step for this spectrum (λ from "
+                        f"{min(lam):.3g} to {max(lam):.3g}: its largest eigenvalues bound the step, its "
+                        "smallest set the horizon)")
+    owner._set(key, None)
+    return None
 
 
 def _lambdas(default, doc: str, sample=(0.1, 2.0, "log")):

@@ -105,7 +105,7 @@ class DropTimesSetting(SeparateSetting):
     def _resolve(self) -> None:
         given = self.steps is not None
         super()._resolve()
-        if not given:
+        if not given and self.beyond_reach is None:
             typical = self.horizon_factor * self.horizon(1, margin=1.0)
             self._set("steps", _steps(self, "lr", max(typical, self.first_drops_reach(typical)), self.lr))
 
