@@ -497,7 +497,14 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                     rr = np.repeat(wi, cnt)
                     ii = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt) + np.repeat(lo[wi], cnt)
                     Cb = _newton_basis((rec[ii] - t_rows[rr]) / h_used[rr]) * _PW[kc[rr], 0]
-                    obs[rows[rr], ii] = np.asarray(obs_fn((Cb[:, None, :] @ Dk[rr, :_K])[:, 0]))
+                    # the states at the record times, one product per recording row with its
+                    # differences (not a copy of them per record; a row's records do not depend
+                    # on the rows recording beside it)
+                    y_rec = np.empty((rr.size, Dk.shape[2]))
+                    ends = np.cumsum(cnt).tolist()
+                    for j, a_, b_ in zip(wi.tolist(), [0] + ends[:-1], ends):
+                        y_rec[a_:b_] = Cb[a_:b_] @ Dk[j, :_K]
+                    obs[rows[rr], ii] = np.asarray(obs_fn(y_rec))
                     irw[aidx[wi]] = hi[wi]
                     next_rec[aidx[wi]] = np.where(hi[wi] < rec.size, rec[np.minimum(hi[wi], rec.size - 1)], np.inf)
             ev_changed = False

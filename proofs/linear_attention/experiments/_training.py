@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icltheory.core import NumericalTrouble
+from icltheory.core import NumericalTrouble, cached
 from icltheory.dynamics import run_gd, threshold_times
 
 from . import _population as pop
@@ -231,15 +231,23 @@ def tied_eigenspaces(lam) -> list[list[int]]:
     return [sorted(g) for g in groups if len(g) > 1]
 
 
+@cached
+def _fraction_constants(lam: tuple, N: int) -> tuple[np.ndarray, list[list[int]]]:
+    """The learned values (the population optimum's diagonal) and the tied eigenspaces of a
+    spectrum, memoised (the adaptive flows ask at every step)."""
+    opt = np.diagonal(pop.population_optimum(lam, N)).copy()
+    opt.flags.writeable = False
+    return opt, tied_eigenspaces(lam)
+
+
 def learned_fractions(M: np.ndarray, lam, N: int) -> np.ndarray:
     """Per eigen-direction: M_dd over its learned value (the minimiser of the population loss).
     Inside an eigenspace of tied eigenvalues a head learns an arbitrary unit vector of it, so
     coordinates are not directions there: its fractions are the eigenvalues of the symmetric
     part of M restricted to it, over the (common) learned value, in decreasing order (the
     directions M itself has learned; equal to the diagonal once those are coordinates)."""
-    opt = np.diagonal(pop.population_optimum(lam, N))
+    opt, ties = _fraction_constants(tuple(np.asarray(lam, float).ravel().tolist()), int(N))
     frac = np.diagonal(M, axis1=-2, axis2=-1) / opt
-    ties = tied_eigenspaces(lam)
     if not ties:
         return frac
     frac = np.array(frac, copy=True)
