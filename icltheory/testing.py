@@ -136,6 +136,7 @@ def settings(claim: str | Claim, *, profile: str = "quick", **fixed: Any):
         except SettingError:
             assume(False)
         assume(c.undecidable(s) is None)  # undecidable by construction: not a useful draw
+        assume(s.beyond_reach is None)  # no run can be made there: not a useful draw either
         return s
 
     return raw_settings(c, **fixed).map(build)
