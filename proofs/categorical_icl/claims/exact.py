@@ -11,7 +11,7 @@ from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, 
 from ..settings import ConstructionSetting, CrossAttentionSetting, FunctionalGDSetting, SingleStepSetting
 from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_THEORY, SCORE_SLIGHTLY_HOT_EXPERIMENT,
                       SCORE_TEMPERATURE_EXPERIMENT, SOFTMAX_SLIGHTLY_HOT_THEORY, SOFTMAX_TEMPERATURE_THEORY,
-                      SOURCE, roundoff_tolerance, term_size)
+                      SOURCE, THEORY, roundoff_tolerance, term_size)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -118,6 +118,13 @@ class CrossAttention(Claim):
                      f"{EXPERIMENTS}._model:_cross_forward",
                      lambda orig: (lambda cr, H, W_x, *xp: orig(type(cr)(2.0 * cr.Qc, cr.Kc, cr.Vc, cr.frozen),
                                                                 H, W_x, *xp))),
+        # errors of about three times what the round-off tolerance (≈ 1.5e-12 absolute) resolves
+        PlantedError("theory", "the theory's softmax logits 5e-12 too large", f"{THEORY}._paper:_normalise_exp",
+                     lambda orig: (lambda z: orig((1.0 + 5e-12) * z))),
+        PlantedError("measurement", "the cross-attention's scores 5e-12 too large",
+                     f"{EXPERIMENTS}._model:_cross_forward",
+                     lambda orig: (lambda cr, H, W_x, *xp: orig(type(cr)((1.0 + 5e-12) * cr.Qc, cr.Kc, cr.Vc,
+                                                                         cr.frozen), H, W_x, *xp))),
     )
 
     def constants(self, s):

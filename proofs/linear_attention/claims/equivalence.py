@@ -115,6 +115,10 @@ class MergedEquivalence(_Reduction):
         PlantedError("measurement", "the naive ATTN_M forward pass divides by N + 1",
                      f"{EXPERIMENTS}._models:attn_merged_predict",
                      lambda orig: (lambda X, WV, WKQ: orig(X, WV, WKQ) * (X.shape[2] - 1) / X.shape[2])),
+        # an error of the size the 1e-10 identity resolves
+        PlantedError("measurement", "the naive ATTN_M forward pass 3e-10 too large",
+                     f"{EXPERIMENTS}._models:attn_merged_predict",
+                     lambda orig: (lambda X, WV, WKQ: orig(X, WV, WKQ) * (1 + 3e-10))),
     )
     model_name = "ATTN_M"
     count_keys = (("feature_dim", "feature dimension D²"), ("hidden_units", "hidden units = heads"))

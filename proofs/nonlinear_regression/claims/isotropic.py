@@ -67,6 +67,12 @@ def _shifted_bands(band: list) -> list:
     w = 2.0 * (hi - lo)
     return [[lo + w, hi + w], [lo - w, hi - w]]
 
+
+def _gap_rate_slightly_large(orig):
+    import sympy as sp
+
+    return lambda p, c, K, eta: orig(p, c, K, eta) * sp.Rational(500_000_001, 500_000_000)
+
 class TwoPhase(Claim):
     id = "nonlinear.two-phase"
     title = "Fast rise to attention 0.5, then slow t^(−1/2) convergence; loss·t → (K−1)/(4η)"
@@ -96,6 +102,8 @@ class TwoPhase(Claim):
         PlantedError("theory", "the gap rate without its factor K",
                      f"{PKG}.theory:gap_rate",
                      lambda orig: (lambda p, c, K, eta: orig(p, c, K, eta) / K)),
+        # an error of the size the exact initial-rate check resolves
+        PlantedError("theory", "the gap rate 2e-9 too large", f"{PKG}.theory:gap_rate", _gap_rate_slightly_large),
         PLANT_TEMPERATURE,
         PLANT_NORMALISATION,
     )
@@ -206,6 +214,10 @@ class Asymptote(Claim):
         PLANT_ANTIDERIVATIVE,
         PLANT_TEMPERATURE,
         PLANT_NORMALISATION,
+        # an error of about twice the flow times' resolution (1.4 %): c 2.8 % too large
+        PlantedError("measurement", "the task covariance's normalisation 2.8 % off (c too large)",
+                     f"{PKG}.experiments.tasks:normalised_covariance",
+                     lambda orig: (lambda C: orig(C) * 1.028)),
     )
 
     def constants(self, s: AsymptoteSetting) -> dict:
