@@ -783,7 +783,7 @@ def _drop_times_judge(s, first, tp, spread=1e-9, tf=None, neglect=0.0):
     t = np.linspace(0.0, 40.0, 200)
     m = {"horizon": 40.0, "fs_times": np.full((s.seeds, s.D), np.nan), "pop_times": np.full((s.seeds, s.D), np.nan),
          "fs_route_share": np.zeros(s.seeds), "spread": np.full(s.D, spread), "fs_t": t,
-         "fs_loss": np.ones((s.seeds, t.size))}
+         "fs_loss": np.ones((s.seeds, t.size)), "init_order": 1e-6, "trained": True}
     m["fs_times"][:, 0], m["pop_times"][:, 0] = first if tf is None else tf, tp
     m["fs_first"], m["pop_first"] = m["fs_times"][:, 0].copy(), m["pop_times"][:, 0].copy()
     m["fs_first_direction"] = np.zeros(s.seeds, int)
@@ -831,10 +831,13 @@ def test_drop_time_population_tolerance_pair():
 
 
 def test_drop_time_small_init_premise_pair():
-    """linattn.separate.drop-times is judged only while 3 × (w_init/v*)², the order of what the
-    per-head reduction leaves out, is within pop_rel_tol; just beyond, it is inconclusive."""
-    from icltheory.core import get_claim
+    """linattn.separate.drop-times is trained and judged only while 3 × (w_init/v*)², the order of
+    what the per-head reduction leaves out, is within pop_rel_tol; just beyond, nothing is trained
+    and the verdict is inconclusive (v* from the experiment's population optimum, checked here
+    against the theory's learned scales)."""
+    from icltheory.core import get_claim, judge_claim, measure_claim
     from proofs.linear_attention.claims import drop_times
+    from proofs.linear_attention.experiments import population
     from proofs.linear_attention.theory import _drop_times as dt
 
     assert drop_times._REDUCTION_ORDER_MARGIN == 3.0
@@ -844,8 +847,16 @@ def test_drop_time_small_init_premise_pair():
     w_edge = vstar * np.sqrt(base.pop_rel_tol / 3.0)
     for factor, judged in ((1 - 1e-6, True), (1 + 1e-6, False)):
         s = c.setting({"profile": "quick", "w_init": w_edge * factor, "steps": 1000})
-        ctx = _drop_times_judge(s, 10.0, 10.0)
-        assert bool([x for x in ctx.checks if "population" in x.name]) is judged, ctx.inconclusive_reasons
+        order = drop_times._init_order(s.w_init, population.population_optimum(s.lam, s.N))
+        assert (3.0 * order <= s.pop_rel_tol) is judged
+        if judged:
+            ctx = _drop_times_judge(s, 10.0, 10.0)
+            assert [x for x in ctx.checks if "population" in x.name], ctx.inconclusive_reasons
+        else:
+            m = measure_claim(c, s)
+            assert m.values == {"init_order": order, "trained": False}
+            v = judge_claim(c, s, m)
+            assert v.verdict == "inconclusive" and "nothing was trained" in v.reasons[0], v.reasons
 
 
 def test_drop_time_scope_pair():
