@@ -324,20 +324,23 @@ class _Forms:
 
     @classmethod
     def of(cls, forms: list, D: int) -> "_Forms":
-        """From a (nested) list of Quads over the same boxes; a missing linear or quadratic
-        part is zero."""
-        if isinstance(forms[0], list):
-            parts = [cls.of(x, D) for x in forms]
-            return cls(*(np.stack([getattr(x, k) for x in parts]) for k in "caqe"))
+        """From a list (or a list of lists) of Quads over the same boxes, stacked along the
+        leading axes; a missing linear or quadratic part is zero."""
+        nested = isinstance(forms[0], list)
+        flat = [x for row in forms for x in row] if nested else forms
+        lead = (len(forms), len(forms[0])) if nested else (len(forms),)
         P = D * (D + 1) // 2
-        B = max(np.size(x.c) for x in forms)
-        c = np.stack([np.broadcast_to(np.asarray(x.c, float), (B,)) for x in forms])
-        a = np.stack([np.zeros((D, B)) if x.a is None else np.broadcast_to(x.a, (D, B))
-                      for x in forms])
-        q = np.stack([np.zeros((P, B)) if x.q is None else np.broadcast_to(x.q, (P, B))
-                      for x in forms])
-        e = np.stack([np.broadcast_to(np.asarray(x.e, float), (B,)) for x in forms])
-        return cls(c, a, q, e)
+        B = max(np.size(x.c) for x in flat)
+        c, e = np.empty((len(flat), B)), np.empty((len(flat), B))
+        a, q = np.zeros((len(flat), D, B)), np.zeros((len(flat), P, B))
+        for i, x in enumerate(flat):
+            c[i], e[i] = x.c, x.e
+            if x.a is not None:
+                a[i] = x.a
+            if x.q is not None:
+                q[i] = x.q
+        return cls(c.reshape(lead + (B,)), a.reshape(lead + (D, B)), q.reshape(lead + (P, B)),
+                   e.reshape(lead + (B,)))
 
     def quad(self) -> Quad:
         """A (K, ...) stack as one Quad over K·B boxes (key-major)."""
@@ -397,8 +400,11 @@ class _EigenProblem:
       the patch is y/‖y‖ with y a convex combination of points b_v ∈ b(F_v) and
       ‖y‖ ≥ ν (ν ≤ ⟨b̂, b⟩ on every sub-face, b̂ the unit centre); K is affine in b and
       λ_max(±K, G) convex, so with t = 1/‖y‖ ∈ [1, 1/ν], K(f, b) = Σ_v λ_v K(f, t·b_v) and
-      the bound is the largest over the sub-faces with c' ∈ b(F_v)·[1, 1/ν] (the excess is
-      second order in the corner coordinates' widths, first order in the others');
+      the bound is the largest over the sub-faces and over the two ends t = 1 and t = 1/ν
+      (convex in t; 1/ν rounded up) with c' ∈ t·b(F_v) (the excess is second order in the
+      corner coordinates' widths, first order in the others'); the entries are affine in b,
+      A_ij + Σ_l b_l X^l_ij (:meth:`_target_split`), so their forms are computed once per box
+      and each corner and end is a linear combination of them (:func:`_combine`, :func:`_affine`);
     * over the logits, every entry of QᵀKQ (Q the G-orthonormal eigenbasis of K at the box
       centre — float, its departure from orthonormality bounded) is enclosed by a second-order
       form in g (:class:`~icltheory.bounds._interval.Quad`: the softmax relative to the largest
@@ -406,9 +412,10 @@ class _EigenProblem:
       products) and by plain intervals (the softmax exact per coordinate), the narrower kept;
       then :func:`_pencil_bound`.
 
-    ``upper`` also returns split scores: the first-order sensitivity of the extreme diagonal
-    entries to each gap, the corners' spread along each target coordinate, and the forms'
-    remainder spread by width²."""
+    ``upper`` also returns split scores: per gap, the first-order sensitivity of the extreme
+    diagonal entries to it plus the forms' remainder spread over the gaps by width² (the
+    remainder comes from the gaps alone: the target enters through the corners); per target
+    coordinate, the corners' spread along it, damped by ``target_split_weight``."""
 
     def __init__(self, n: int, rho: float):
         self.n, self.rho, self.m = n, rho, n - 1
