@@ -896,6 +896,22 @@ def test_branch_and_bound_stops_at_the_candidate():
 
 
 @pytest.mark.thorough
+def test_branch_and_bound_resolves_five_logits_and_its_certificate_checks():
+    """n = 5, R = 1: the eigen bound's split scores resolve the band to 1.10 × its best value
+    within 600 000 boxes (≈ 470 000 needed; before the scores gave the remainder to the gaps
+    alone, well over a million), and the independent checker confirms every box."""
+    from icltheory.certify import check_certificate
+    from proofs.softmax_regression.theory import _bnb as bnb
+
+    band = bnb.certified_band("normalized", 5, 3, 1.0, seconds=math.inf, max_boxes=600_000,
+                              target=1.0995)
+    assert band.status == "target" and band.upper <= 1.0995 * band.best * (1 + 1e-9)
+    assert band.best >= 0.2267
+    rep = check_certificate(band.certificate)
+    assert rep.status == "verified", rep.summary()
+
+
+@pytest.mark.thorough
 def test_candidate_answers_outside_the_band_at_the_issues_setting():
     """R = 1, n = 4, d = 3 at the standard profile — holds/fails for every candidate
     outside [lower, 1.10 × lower] (the 1.10 band needs ≈ 90 000 boxes, within the standard
