@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from icltheory.bounds._interval import (Interval, Quad, _down, _up, branch_and_bound,
+from icltheory.bounds._interval import (Interval, Quad, _up, branch_and_bound,
                                         centred_upper, dual_gradient, exp_interval,
                                         exp_interval_fast, lambdify_interval)
 from icltheory.certify import BoxCertificate, SoftmaxPencil, SoftmaxRatio
@@ -301,6 +301,87 @@ def _pencil_bound(Mlo: np.ndarray, Mhi: np.ndarray, Fn: np.ndarray) -> np.ndarra
     return ub
 
 
+class _Forms:
+    r"""A stack of second-order forms over the same boxes, as arrays (leading axes ``...``,
+    B boxes): ``c`` (..., B), ``a`` (..., D, B), ``q`` (..., P, B) (packed as
+    :class:`~icltheory.bounds._interval.Quad`), ``e`` ≥ 0 (..., B) — so that linear
+    combinations with interval weights over many forms are a few array contractions.  Each
+    form stands for c + Σ a_i ε_i + Σ_{i≤j} q_ij ε_i ε_j + [−e, e] on ε ∈ [−1, 1]^D, as a Quad
+    does."""
+
+    def __init__(self, c, a, q, e):
+        self.c, self.a, self.q = c, a, q
+        self.e = np.where(np.isnan(e), np.inf, e)
+        self._mag = None
+
+    @property
+    def mag(self) -> np.ndarray:
+        """≥ |c| + Σ|a| + Σ|q| (a float sum of ≤ 2⁸ nonnegative terms, rounded up)."""
+        if self._mag is None:
+            self._mag = (np.abs(self.c) + np.abs(self.a).sum(axis=-2)
+                         + np.abs(self.q).sum(axis=-2)) * (1.0 + 2.0 ** -40) + 2.0 ** -1000
+        return self._mag
+
+    @classmethod
+    def of(cls, forms: list, D: int) -> "_Forms":
+        """From a list (or a list of lists) of Quads over the same boxes, stacked along the
+        leading axes; a missing linear or quadratic part is zero."""
+        nested = isinstance(forms[0], list)
+        flat = [x for row in forms for x in row] if nested else forms
+        lead = (len(forms), len(forms[0])) if nested else (len(forms),)
+        P = D * (D + 1) // 2
+        B = max(np.size(x.c) for x in flat)
+        c, e = np.empty((len(flat), B)), np.empty((len(flat), B))
+        a, q = np.zeros((len(flat), D, B)), np.zeros((len(flat), P, B))
+        for i, x in enumerate(flat):
+            c[i], e[i] = x.c, x.e
+            if x.a is not None:
+                a[i] = x.a
+            if x.q is not None:
+                q[i] = x.q
+        return cls(c.reshape(lead + (B,)), a.reshape(lead + (D, B)), q.reshape(lead + (P, B)),
+                   e.reshape(lead + (B,)))
+
+    def quad(self) -> Quad:
+        """A (K, ...) stack as one Quad over K·B boxes (key-major)."""
+        K, D, B = self.a.shape
+        return Quad(self.c.reshape(-1), self.a.transpose(1, 0, 2).reshape(D, K * B),
+                    self.q.transpose(1, 0, 2).reshape(-1, K * B), self.e.reshape(-1))
+
+
+def _combine(X: _Forms, w: list) -> _Forms:
+    """Σ_l w_l X_l for a stack X (L, K, …) and Intervals w_l (B,): the midpoints' combination
+    in float, the weights' radii times |X_l|, the forms' errors, and the float sums' rounding
+    (a dot product of L terms is within γ_L Σ|terms| of its value, γ_L ≤ (L + 1)·2⁻⁵² for
+    L ≤ 2⁴⁰; each coefficient's error reaches the form through |ε| ≤ 1)."""
+    L = len(w)
+    wm = np.stack([0.5 * (x.lo + x.hi) for x in w])  # (L, B)
+    wr = np.stack([np.maximum(x.hi - m_, m_ - x.lo) for x, m_ in zip(w, wm)]) * (1 + 2.0 ** -50)
+    bad = ~np.isfinite(wm) | ~np.isfinite(wr)
+    wm = np.where(bad, 0.0, wm)
+    c = np.einsum("lkb,lb->kb", X.c, wm)
+    a = np.einsum("lkdb,lb->kdb", X.a, wm)
+    q = np.einsum("lkpb,lb->kpb", X.q, wm)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = (np.einsum("lb,lkb->kb", np.abs(wm), X.e + ((L + 1) * 2.0 ** -52) * X.mag)
+             + np.einsum("lb,lkb->kb", np.where(bad, 0.0, wr), X.mag + X.e))
+        e = np.where(np.any(bad, axis=0)[None, :], np.inf, e)
+    return _Forms(c, a, q, e * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
+
+
+def _affine(A: _Forms, C: _Forms, t: np.ndarray | None) -> _Forms:
+    """A + t·C for exact floats t ≥ 0 (B,) (None: t = 1); each coefficient rounded twice at
+    most (within 2⁻⁵¹ of |A's| + t|C's|)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if t is None:
+            c, a, q = A.c + C.c, A.a + C.a, A.q + C.q
+            e = A.e + C.e + 2.0 ** -51 * (A.mag + C.mag)
+        else:
+            c, a, q = A.c + t * C.c, A.a + t * C.a, A.q + t * C.q
+            e = A.e + t * C.e + 2.0 ** -51 * (A.mag + t * C.mag)
+    return _Forms(c, a, q, e * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
+
+
 class _EigenProblem:
     r"""Normalized loss by the pencil (K, G) of :func:`._hessian.reduced_matrix`, over
     boxes in θ = (g_0..g_{m−1}, c_0..c_{m−1}), m = n − 1:
@@ -319,8 +400,11 @@ class _EigenProblem:
       the patch is y/‖y‖ with y a convex combination of points b_v ∈ b(F_v) and
       ‖y‖ ≥ ν (ν ≤ ⟨b̂, b⟩ on every sub-face, b̂ the unit centre); K is affine in b and
       λ_max(±K, G) convex, so with t = 1/‖y‖ ∈ [1, 1/ν], K(f, b) = Σ_v λ_v K(f, t·b_v) and
-      the bound is the largest over the sub-faces with c' ∈ b(F_v)·[1, 1/ν] (the excess is
-      second order in the corner coordinates' widths, first order in the others');
+      the bound is the largest over the sub-faces and over the two ends t = 1 and t = 1/ν
+      (convex in t; 1/ν rounded up) with c' ∈ t·b(F_v) (the excess is second order in the
+      corner coordinates' widths, first order in the others'); the entries are affine in b,
+      A_ij + Σ_l b_l X^l_ij (:meth:`_target_split`), so their forms are computed once per box
+      and each corner and end is a linear combination of them (:func:`_combine`, :func:`_affine`);
     * over the logits, every entry of QᵀKQ (Q the G-orthonormal eigenbasis of K at the box
       centre — float, its departure from orthonormality bounded) is enclosed by a second-order
       form in g (:class:`~icltheory.bounds._interval.Quad`: the softmax relative to the largest
@@ -328,9 +412,10 @@ class _EigenProblem:
       products) and by plain intervals (the softmax exact per coordinate), the narrower kept;
       then :func:`_pencil_bound`.
 
-    ``upper`` also returns split scores: the first-order sensitivity of the extreme diagonal
-    entries to each gap, the corners' spread along each target coordinate, and the forms'
-    remainder spread by width²."""
+    ``upper`` also returns split scores: per gap, the first-order sensitivity of the extreme
+    diagonal entries to it plus the forms' remainder spread over the gaps by width² (the
+    remainder comes from the gaps alone: the target enters through the corners); per target
+    coordinate, the corners' spread along it, damped by ``target_split_weight``."""
 
     def __init__(self, n: int, rho: float):
         self.n, self.rho, self.m = n, rho, n - 1
@@ -510,6 +595,32 @@ class _EigenProblem:
         nb = (sq + tot.square()).sqrt()
         return [ck / nb for ck in c] + [(-tot) / nb]
 
+    @staticmethod
+    def _target_split(f: list, W: dict) -> tuple:
+        """The entries of QᵀKQ split by their dependence on the target, as forms in the gaps:
+        δ_k = α_k + β_k with α_k = f_k(2f_k − ‖f‖²) and β_k = f_k(⟨f, b⟩ − b_k) =
+        Σ_l b_l f_k(f_l − [l = k]), so entry_ij = A_ij + Σ_l b_l X^l_ij with A_ij = Σ_k α_k W_ijk,
+        X^l_ij = f_l(S_ij − W_ijl) and S_ij = Σ_k f_k W_ijk (W_ijk = u^i_k u^j_k).  Computed once
+        per box, so that each target corner costs only a linear combination."""
+        n = len(f)
+        f2 = f[0].square()
+        for k in range(1, n):
+            f2 = f2 + f[k].square()
+        alpha = [f[k] * (f[k] * 2.0 - f2) for k in range(n)]
+        A, X = {}, {}
+        for key, Wk in W.items():
+            S, a = f[0] * Wk[0], alpha[0] * Wk[0]
+            for k in range(1, n):
+                S = S + f[k] * Wk[k]
+                a = a + alpha[k] * Wk[k]
+            A[key] = a
+            X[key] = [f[l] * (S - Wk[l]) for l in range(n)]
+        return A, X
+
+    #: the weight of the corners' spread in a target coordinate's split score (tuned at n = 5:
+    #: 0.3 resolved the band in about half the boxes of 1, and 0.1 or 3 in more)
+    target_split_weight = 0.3
+
     #: second-order forms only on boxes whose gaps' widths are all below this fraction of their
     #: range (on wider boxes their remainders are no better than plain intervals, at many times
     #: the cost)
@@ -591,7 +702,7 @@ class _EigenProblem:
                     Wi[i, j] = [usi[i][k].square() if i == j else usi[i][k] * usi[j][k]
                                 for k in range(n)]
             # ---- the target patch: its corners' unit vectors b_v and t ≤ 1/ν
-            corners, cfree, cends = self._corners(lo, hi)
+            corners, _, cends = self._corners(lo, hi)
             bc = self._unit([Interval(mid[:, m + k]) for k in range(m)])
             if quad:
                 bvs = [self._unit([Interval(a[:, k], b[:, k]) for k in range(m)])
@@ -606,68 +717,82 @@ class _EigenProblem:
             else:  # plain intervals: b over the whole patch (first order in its size)
                 bvs = [self._unit([Interval(lo[:, m + k], hi[:, m + k]) for k in range(m)])]
                 thi = np.ones(B)
-            # ---- per corner: δ with c' ∈ c'_v·[1, 1/ν], the entries of QᵀKQ, the bound
-            wall = ((hi - lo) / self.scale) ** 2  # remainders are second order: spread by width²
+            # ---- per corner: the entries of QᵀKQ and the bound
+            # the forms' remainders come from the gaps alone (the target enters through the
+            # corners): spread them over the gaps by width² (they are second order in the widths)
+            wall = ((hi[:, :m] - lo[:, :m]) / self.scale[:m]) ** 2
             wall = wall / np.maximum(wall.sum(axis=1, keepdims=True), 1e-300)
-            rem = np.zeros(B)
             bounds, sens, cen = [], [], []
+            if quad:
+                A, X = self._target_split(f, W)
+                keys = list(A)
+                Af = _Forms.of([A[key] for key in keys], m)
+                Xf = _Forms.of([[X[key][l] for key in keys] for l in range(n)], m)
+                wide_t = ~np.isfinite(thi)
+                tv = np.where(wide_t, 1.0, thi)
             for bv in bvs:
-                cs = []
-                for k in range(m):
-                    x = bv[k]
-                    a, b = x.lo * thi, x.hi * thi
-                    cs.append(Interval(_down(np.minimum(x.lo, np.minimum(a, b))),
-                                       _up(np.maximum(x.hi, np.maximum(a, b)))))
-                dli = self.d_int(*fi, *cs)
-                if quad:
-                    dl = [a.tighten(b) for a, b in
-                          zip(self.d_int(*f, *map(Quad.of_interval, cs)), dli)]
-                    dli = [d.range() for d in dl]
-                Mlo = np.zeros((B, m, m))
-                Mhi = np.zeros((B, m, m))
-                sv = np.zeros((B, m))
-                cv = []
-                for i in range(m):
-                    for j in range(i, m):
-                        Pi = None
-                        for k in range(n):
-                            ti = dli[k] * Wi[i, j][k]
-                            Pi = ti if Pi is None else Pi + ti
-                        if not quad:
+                if not quad:  # b over the whole patch: c' = b's first m entries
+                    dli = self.d_int(*fi, *bv[:m])
+                    Mlo = np.zeros((B, m, m))
+                    Mhi = np.zeros((B, m, m))
+                    cv = []
+                    for i in range(m):
+                        for j in range(i, m):
+                            Pi = None
+                            for k in range(n):
+                                ti = dli[k] * Wi[i, j][k]
+                                Pi = ti if Pi is None else Pi + ti
                             Mlo[:, i, j] = Mlo[:, j, i] = Pi.lo
                             Mhi[:, i, j] = Mhi[:, j, i] = Pi.hi
                             if i == j and i in (0, m - 1):
                                 cv.append(0.5 * (Pi.lo + Pi.hi))
-                            continue
-                        P = None
+                    bounds.append(_pencil_bound(Mlo, Mhi, Fn))
+                    sens.append(np.zeros((B, m)))
+                    cen.append(np.stack(cv))
+                    continue
+                # K is affine in the target: at c' = t·b_v the entries are A + t·C(b_v), and
+                # λ_max(±K, G) is convex in t, so t ∈ [1, 1/ν] is covered by its two ends
+                Cf = _combine(Xf, bv)
+                sv = np.zeros((B, m))
+                best = np.full(B, -np.inf)
+                cv = []
+                for tt in (None, tv):
+                    x_t = bv if tt is None else [x * Interval(tt) for x in bv]
+                    dli = self.d_int(*fi, *x_t[:m])
+                    Pf = _affine(Af, Cf, tt)
+                    R = Pf.quad().range()
+                    Rlo, Rhi = R.lo.reshape(len(keys), B), R.hi.reshape(len(keys), B)
+                    Mlo = np.zeros((B, m, m))
+                    Mhi = np.zeros((B, m, m))
+                    for idx, (i, j) in enumerate(keys):
+                        Pi = None
                         for k in range(n):
-                            t = dl[k] * W[i, j][k]
-                            P = t if P is None else P + t
-                        R = P.range()
-                        Mlo[:, i, j] = Mlo[:, j, i] = np.maximum(R.lo, Pi.lo)
-                        Mhi[:, i, j] = Mhi[:, j, i] = np.minimum(R.hi, Pi.hi)
+                            ti = dli[k] * Wi[i, j][k]
+                            Pi = ti if Pi is None else Pi + ti
+                        Mlo[:, i, j] = Mlo[:, j, i] = np.maximum(Rlo[idx], Pi.lo)
+                        Mhi[:, i, j] = Mhi[:, j, i] = np.minimum(Rhi[idx], Pi.hi)
                         if i == j and i in (0, m - 1):  # the extreme diagonal entries
-                            cv.append(np.asarray(P.c, float) + np.zeros(B))
-                            lin = np.zeros((B, m)) if P.a is None else np.abs(P.a).T
-                            pe = np.where(np.isfinite(P.e), P.e, 0.0)
-                            sv = np.maximum(sv, lin + pe[:, None] * wall[:, :m])
-                            rem = np.maximum(rem, pe)
-                bounds.append(_pencil_bound(Mlo, Mhi, Fn))
+                            if tt is None:
+                                cv.append(Pf.c[idx])
+                            pe = np.where(np.isfinite(Pf.e[idx]), Pf.e[idx], 0.0)
+                            sv = np.maximum(sv, np.abs(Pf.a[idx]).T + pe[:, None] * wall)
+                    best = np.maximum(best, _pencil_bound(Mlo, Mhi, Fn))
+                bounds.append(np.where(wide_t, np.inf, best))
                 sens.append(sv)
                 cen.append(np.stack(cv))
         bounds = np.stack(bounds)  # (corners, B)
         ub = bounds.max(axis=0)
         score = np.zeros((B, D))
         score[:, :m] = np.stack(sens)[np.argmax(bounds, axis=0), rows]
-        for j in range(m - 1):  # a target coordinate: its share of the remainder and, if
-            col = m + cfree[:, j]  # taken at both ends, the corners' spread along it (the
-            score[rows, col] = rem * wall[rows, col]  # extreme entries at the logits' centre)
-        for j in range(cends.shape[1] if quad else 0):
+        for j in range(cends.shape[1] if quad else 0):  # a target coordinate taken at both
+            # ends: the corners' spread along it (the extreme entries at the logits' centre),
+            # damped — the corners bound the target's patch almost exactly, so cutting it mainly
+            # helps through 1/ν and the basis, less than cutting a gap does
             spread = np.zeros(B)
             for v in range(len(bvs)):
                 spread = np.maximum(spread, np.abs(cen[v] - cen[v ^ (1 << j)]).max(axis=0))
             col = m + cends[:, j]
-            score[rows, col] += np.where(np.isfinite(spread), spread, 0.0)
+            score[rows, col] += self.target_split_weight * np.where(np.isfinite(spread), spread, 0.0)
         wscore = (hi - lo) / self.scale
         bad = ~np.isfinite(ub) | ~np.all(np.isfinite(score), axis=1) | (not quad)
         score = np.where(bad[:, None], wscore, score + 1e-3 * wscore)
