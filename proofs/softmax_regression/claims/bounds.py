@@ -34,6 +34,18 @@ __all__ = ["CLAIMS", "VectorizationClaim", "GradientClaim", "LipschitzClaim",
 # --------------------------------------------------------------------------- claims
 
 
+
+def _p_slightly_large(orig):
+    import sympy as sp
+
+    return lambda F, B: orig(F, B) * sp.Rational(100_023, 100_000)
+
+
+def _scaled(values: dict, key: str, factor: float) -> dict:
+    import numpy as np
+
+    return {**values, key: np.asarray(values[key]) * factor}
+
 class _SoftmaxClaim(Claim):
     source = "Gao, Song, Xie, arXiv 2307.02419 (tensor trick); Li et al., arXiv 2304.13276"
     setting_type = SoftmaxRegressionSetting
@@ -59,6 +71,10 @@ class VectorizationClaim(_SoftmaxClaim):
                      f"{PKG}.theory._symbolic:vec_row", lambda orig: (lambda M: orig(M.T))),
         PlantedError("measurement", "Kronecker factors transposed in the numeric design (A2⊗A1)",
                      f"{PKG}.experiments._model:kron_design", lambda orig: (lambda A1, A2: orig(A2, A1))),
+        # an error of the size the exact check resolves
+        PlantedError("measurement", "the numeric design 2e-12 too large",
+                     f"{PKG}.experiments._model:kron_design",
+                     lambda orig: (lambda A1, A2: orig(A1, A2) * (1 + 2e-12))),
     )
 
     def constants(self, s):
@@ -131,6 +147,11 @@ class GradientClaim(_SoftmaxClaim):
                      drop_projection),
         PlantedError("measurement", "row softmax at temperature ½ in the numeric model",
                      f"{PKG}.experiments._model:row_softmax", temperature),
+        # errors of about twice what the finite-difference tolerance resolves (≈ 1.1e-5)
+        PlantedError("theory", "P 2.3e-5 too large", f"{PKG}.theory._symbolic:normalized_P", _p_slightly_large),
+        PlantedError("measurement", "the finite-difference gradient 2.3e-5 too large",
+                     f"{PKG}.experiments._measure:measure_gradient",
+                     lambda orig: (lambda *a: _scaled(orig(*a), "fd_normalized", 1 + 2.3e-5))),
     )
 
     def constants(self, s):
