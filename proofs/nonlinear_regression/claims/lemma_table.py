@@ -297,11 +297,12 @@ class SummaryTable(Claim):
     setting_type = TableSetting
     backends = ("numpy", "torch")  # model B's trainer in the paper's architecture
     predictions = {
+        # directions (−1, 0 or +1, judged exactly): "count" kind, so a resolution is "any change"
         "attention_trend": Prediction("direction of the final attention in L stated by the "
-                                      "table (+1: increasing)", formula="+1",
+                                      "table (+1: increasing)", formula="+1", kind="count",
                                       wrong=lambda v: [-v]),
         "speed_trend": Prediction("direction of the convergence speed in L stated by the "
-                                  "summary (+1: faster at larger L)", formula="+1",
+                                  "summary (+1: faster at larger L)", formula="+1", kind="count",
                                   wrong=lambda v: [-v]),
     }
     planted_errors = (
