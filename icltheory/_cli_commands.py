@@ -22,7 +22,7 @@ from .core import (
     run_check,
 )
 from .core._setting import TomlValue
-from .core._verdict import apply_predictions
+from .core._verdict import apply_predictions, check_prediction_keys
 from .report import dumps, fmt
 
 __all__ = ["run_command"]
@@ -265,6 +265,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for c, s, m in zip(claims, settings, mine):
             if m and s.beyond_reach is None:
                 apply_predictions(c.id, c.constants(s), m, c.informational)
+            elif m:  # no constants there: what can be told without them
+                check_prediction_keys(c.id, c.predictions, m, c.informational)
     if args.dry_run:
         return _dry_run(claims, settings, args.json)
     verdicts = []

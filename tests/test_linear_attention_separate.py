@@ -732,9 +732,8 @@ def test_finite_sample_run_is_skipped_up_front_where_its_training_set_cannot_res
 
 def test_tiny_lambda_min_is_accepted_by_the_flow_with_a_larger_time_unit():
     """λ_min = 1e-6 needs a horizon beyond 1e15 default steps: the adaptive flow (lr only its time
-    unit) takes a larger unit instead of refusing; GD at its derived step is beyond reach (no run,
-    inconclusive), and GD at a step the user gave is bad input."""
-    from icltheory.core import SettingError
+    unit) takes a larger unit instead of refusing; GD at its derived step, or at a step the user
+    gave, is beyond reach (no run, inconclusive)."""
     from proofs.linear_attention.settings import STEPS_MAX
 
     keys = {"D": 5, "N": 20, "lambdas": "0.5,0.0594604,0.00707107,0.0008409,0.000001"}
@@ -746,8 +745,8 @@ def test_tiny_lambda_min_is_accepted_by_the_flow_with_a_larger_time_unit():
     c = get_claim("linattn.separate.saddle-to-saddle")
     s = c.setting(dict(keys, integrator="gd"))
     assert s.beyond_reach is not None and "default step for this spectrum" in s.beyond_reach
-    with pytest.raises(SettingError, match="raise lr"):
-        c.setting(dict(keys, integrator="gd", lr="0.295"))
+    # a step the user gave changes nothing (no step GD can take covers it): still beyond reach
+    assert c.setting(dict(keys, integrator="gd", lr="0.295")).beyond_reach is not None
 
 
 def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_input(monkeypatch):
@@ -756,7 +755,7 @@ def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_in
     inconclusive, before any theory is derived or any run made (even with --predict values), the
     step and steps are left unset and the record re-parses to the same refusal; the theory's
     constants and the measurement refuse such a setting rather than run; a step, a code lr or an
-    init the user gave that cannot be met is bad input naming that key."""
+    init the user gave is bad input naming that key only when the defaults could be run."""
     from icltheory.core import BeyondReach, SettingError, judge_claim, measure_claim, run_check
 
     c = get_claim("linattn.merged.fixed-points")
@@ -776,16 +775,34 @@ def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_in
     assert "1e+15" in v.reasons[0] and "default step for this spectrum" in v.reasons[0]
     v = run_check(c.id, keys, predict={"c": "1,1"})
     assert v.verdict == "inconclusive" and not called
-    with pytest.raises(SettingError, match="raise lr"):
-        c.setting(dict(keys, lr="1e-14"))
+    assert c.setting(dict(keys, lr="1e-14")).beyond_reach is not None  # no step would do
     assert c.setting({"lambdas": "1,1e-2"}).beyond_reach is None
+    with pytest.raises(SettingError, match=r"'lr'.*\(raise lr\)"):  # the default would do
+        c.setting({"lambdas": "1,1e-2", "lr": "1e-20"})
     with pytest.raises(SettingError, match="'code_lr'.*given code_lr"):
         get_claim("linattn.separate.drop-times").setting({"code_lr": "1e-20", "profile": "quick"})
     with pytest.raises(SettingError, match="'w_init'"):
         get_claim("linattn.separate.saddle-to-saddle").setting({"w_init": "1e-40", "integrator": "gd"})
+    # given values that do not make the difference are not blamed: the spectrum is the cause
+    assert c.setting(dict(keys, w_init="1e-2")).beyond_reach is not None
+    dt = get_claim("linattn.separate.drop-times")
+    s = dt.setting({"lambdas": "1e4,1e-4", "profile": "quick"})
+    assert s.beyond_reach is not None and dt.cost(s) is None
+    # its own (shorter) run is the one refused, and its record, every derived value written out
+    # as if given, re-parses to the same refusal
+    assert "8.53e+08 τ" in s.beyond_reach
+    assert type(s).parse(s.as_dict()).beyond_reach == s.beyond_reach
+    assert dt.setting({"lambdas": "1e4,1e-4", "code_lr": "0.02", "profile": "quick"}).beyond_reach is not None
+    # --predict values are still checked as far as they can be without the constants
+    from icltheory.core import BadInput
+
+    with pytest.raises(BadInput, match="no predicted constant 'nonsense'"):
+        run_check(c.id, keys, predict={"nonsense": "1"})
+    with pytest.raises(BadInput, match="not a number"):
+        run_check(c.id, keys, predict={"c": "abc"})
 
 
-def test_beyond_reach_on_the_command_line_answers_at_once():
+def test_beyond_reach_on_the_command_line_answers_at_once(tmp_path):
     """check --predict and constants at a setting beyond reach: one line, exit 3, in a second
     (they computed the theory at 1e15 steps and never returned)."""
     import subprocess
@@ -798,6 +815,17 @@ def test_beyond_reach_on_the_command_line_answers_at_once():
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=60)
         assert p.returncode == 3, (args, p.stdout, p.stderr)
         assert "not run: the horizon" in p.stdout + p.stderr and "Traceback" not in p.stderr
+    # a parallel report orders its jobs by their work estimates (none here), and a search whose
+    # every draw is refused stops at its budget, undecided
+    p = subprocess.run(base + ["report", "linattn.separate.drop-times", "linattn.softmax.drops", "--set",
+                               "lambdas=1e4,1e-4", "--profile", "quick", "-j", "2", "--quiet",
+                               "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.count("inconclusive") == 2 and "Traceback" not in p.stderr, \
+        (p.stdout, p.stderr)
+    p = subprocess.run(base + ["refute", "linattn.separate.drop-times", "--set", "lambdas=1e4,1e-4",
+                               "--budget", "3", "--quiet", "--out", str(tmp_path / "x")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3 and "0 draw(s)" in p.stdout and "Traceback" not in p.stderr, (p.stdout, p.stderr)
 
 def test_a_flow_measured_short_of_the_resolution_is_solved_again_at_the_rtol_that_would_do(monkeypatch):
     """At rtol 1e-3 the adaptive flow's re-solve measures an error above the judges' resolution

@@ -53,7 +53,7 @@ from ._derivation import Derivation
 from ._errors import BadInput, BeyondReach, NumericalTrouble
 from ._setting import PROFILES, Setting
 from ._deadline import MARK, TimeLimitReached, hard_stop, time_limit_reason
-from ._verdict import Check, CheckContext, Verdict, apply_predictions, typed_precision
+from ._verdict import Check, CheckContext, Verdict, apply_predictions, check_prediction_keys, typed_precision
 
 __all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "WORK_RATE", "OverBudget", "versions",
@@ -255,7 +255,7 @@ def _setting_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     that names the argument (instead of an ``AttributeError`` deep inside the claim)."""
     import functools
 
-    guarded = name in ("constants", "measure")  # what may run for long at unreachable defaults
+    guarded = name in ("constants", "measure", "estimate")  # what reads the unset derived defaults
 
     @functools.wraps(fn)
     def checked(self: Any, setting: Any, *args: Any, **kw: Any) -> Any:
@@ -471,7 +471,9 @@ class Claim(abc.ABC):
     def cost(self, setting: Setting) -> Cost | None:
         """:meth:`estimate` with the work divided by :attr:`work_calibration`: what budgets,
         refusals and ``--dry-run`` read (work in flop-equivalents, :data:`WORK_RATE` of them per
-        CPU second on the reference machine)."""
+        CPU second on the reference machine); ``None`` at a setting beyond reach (nothing runs)."""
+        if setting.beyond_reach is not None:
+            return None
         c = self.estimate(setting)
         if c is None or self.work_calibration == 1.0:
             return c
@@ -807,6 +809,8 @@ def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
         # a setting over the profile's budget is refused from its estimate alone, before any
         # theory is derived or solved (with --predict values the constants are needed first,
         # to tell malformed values apart as bad input, unless no run can be made at all)
+        if setting.beyond_reach is not None and predict:
+            check_prediction_keys(claim.id, claim.predictions, predict, claim.informational)
         b = _Boundary("the work estimate")
         refusal = None
         with b:

@@ -739,20 +739,30 @@ def typed_precision(predict: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapping[str, Any],
-                      informational: Iterable[str] = ()) -> dict:
-    """Replace predicted constants by the user's values (``--predict KEY=VALUE``)."""
-    out = dict(constants)
-    info = set(informational)
+def check_prediction_keys(claim_id: str, known: Iterable[str], predict: Mapping[str, Any],
+                          informational: Iterable[str] = ()) -> None:
+    """What can be told of ``--predict KEY=VALUE`` values without the constants: each key is a
+    judged predicted constant of the claim and each text value parses as numbers."""
+    known, info = set(known), set(informational)
     for key, text in predict.items():
-        if key not in constants:
+        if key not in known:
             raise BadInput(
                 f"--predict {key}: {claim_id} has no predicted constant {key!r}; "
-                f"valid: {', '.join(sorted(k for k in constants if k not in info))}"
+                f"valid: {', '.join(sorted(k for k in known if k not in info))}"
             )
         if key in info:
             raise BadInput(f"--predict {key}: {claim_id} reports {key!r} for information only "
                            "(no check judges it), so a planted value could not be judged")
+        if isinstance(text, str):
+            parse_prediction(key, text)
+
+
+def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapping[str, Any],
+                      informational: Iterable[str] = ()) -> dict:
+    """Replace predicted constants by the user's values (``--predict KEY=VALUE``)."""
+    out = dict(constants)
+    check_prediction_keys(claim_id, constants, predict, informational)
+    for key, text in predict.items():
         value = parse_prediction(key, text) if isinstance(text, str) else text
         old = constants[key]
         if isinstance(old, (list, tuple)) and not isinstance(value, (list, tuple)):

@@ -175,6 +175,8 @@ class _Search:
         """Check the setting ``raw`` (plus the fixed keys); ``None`` when not run."""
         from hypothesis import reject
 
+        if time.monotonic() > self.t_end:  # also while every draw is refused
+            raise _OutOfTime()
         try:
             s = self.c.setting({**raw, **self.fixed, "profile": self.profile})
         except SettingError:
@@ -244,6 +246,7 @@ class _Search:
         from hypothesis import HealthCheck, Phase, given
         from hypothesis import seed as hseed
         from hypothesis import settings as hsettings
+        from hypothesis.errors import Unsatisfiable
 
         from ..testing import raw_settings
 
@@ -256,6 +259,8 @@ class _Search:
         try:
             test()
         except (_Counterexample, _OutOfTime):
+            pass
+        except Unsatisfiable:  # every draw refused (e.g. fixed keys over budget or beyond reach)
             pass
 
     def bisect(self) -> None:

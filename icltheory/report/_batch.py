@@ -95,6 +95,16 @@ def _stop(pool: Any) -> None:
     manager = getattr(pool, "_executor_manager_thread", None)
     result_queue = getattr(pool, "_result_queue", None)
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    # a worker terminated while sending its result leaves the manager thread waiting for the
+    # rest of that message; once every worker is gone, the end of file on the pipe ends that
+    # wait (the thread takes the pool as broken and ends) — provided this process holds no copy
+    # of its write end: closed first, so that a second Ctrl-C below cannot skip it
+    writer = getattr(result_queue, "_writer", None)
+    if writer is not None and manager is not None and manager.is_alive():
+        try:
+            writer.close()
+        except OSError:  # pragma: no cover - already closed
+            pass
     for p in workers:
         try:
             p.terminate()
@@ -102,15 +112,6 @@ def _stop(pool: Any) -> None:
             pass
     for p in workers:
         p.join(timeout=10.0)
-    # a worker terminated while sending its result leaves the manager thread waiting for the
-    # rest of that message; with every worker gone, closing this process's copy of the pipe's
-    # write end ends that wait (end of file: the thread takes the pool as broken and ends)
-    writer = getattr(result_queue, "_writer", None)
-    if writer is not None and manager is not None and manager.is_alive():
-        try:
-            writer.close()
-        except OSError:  # pragma: no cover - already closed
-            pass
     pool.shutdown(wait=False, cancel_futures=True)
     # the manager thread closes its wake-up pipe as it ends, and Python 3.11's exit handler
     # writes to that pipe without a lock: an exit racing the thread's end printed "OSError: Bad

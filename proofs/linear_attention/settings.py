@@ -58,9 +58,10 @@ def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int | None:
     """GD steps of size ``lr`` (the value of ``owner``'s key ``key``) covering ``horizon`` τ.
 
     More than STEPS_MAX: bad input naming the keys the user gave that set the step or the
-    horizon; when none was given (the defaults for the given spectrum need more steps than any
-    run may take) the setting is beyond reach: no run is made, and ``key`` and the steps are
-    left unset (``None``), so the recorded setting re-parses to the same refusal."""
+    horizon, when the same setting without them could be run; otherwise (the defaults for the
+    given spectrum need more steps than any run may take) the setting is beyond reach: no run is
+    made, and ``key`` and the steps are left unset (``None``), so the recorded setting re-parses
+    to the same refusal."""
     if owner.beyond_reach is not None:  # found beyond reach already (its step is unset)
         return None
     n = horizon / lr
@@ -69,8 +70,8 @@ def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int | None:
     given = owner.given()
     culprits = [k for k in (key, *_STEP_INPUTS) if k in given]
     what = f"the horizon {horizon:.3g} τ needs {n:.3g} steps of {key} = {lr:.3g} τ, more than {STEPS_MAX:.0e}"
-    if culprits:
-        raise SettingError(culprits[0], what + (" (raise lr)" if culprits[0] == key else
+    if culprits and _reachable_without(owner, culprits):
+        raise SettingError(culprits[0], what + (f" (raise {key})" if culprits[0] == key else
                                                 f" (set by the given {', '.join(culprits)})"))
     lam = list(getattr(owner, "lambdas", None) or [owner.lam])
     owner._beyond_reach(what + f" any run may take, at the default step for this spectrum (λ from "
@@ -78,6 +79,16 @@ def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int | None:
                         "smallest set the horizon)")
     owner._set(key, None)
     return None
+
+
+def _reachable_without(owner: Setting, keys: list[str]) -> bool:
+    """Whether ``owner``'s setting with ``keys`` back at their defaults (the user's other values
+    kept) can be run: then the given values of ``keys`` are what cannot be met."""
+    raw = {k: v for k, v in owner.given().items() if k not in keys}
+    try:
+        return type(owner).parse(raw).beyond_reach is None
+    except SettingError:
+        return True  # the defaults fail for another reason: the given values are what was asked
 
 
 def _lambdas(default, doc: str, sample=(0.1, 2.0, "log")):

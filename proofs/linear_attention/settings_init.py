@@ -102,12 +102,18 @@ class DropTimesSetting(SeparateSetting):
                                              "escape and drop from the typical init (quick: the first drop only), "
                                              "and at least 1.5 × (1 + rel_tol) × every seed's predicted first drop")
 
+    def _set_steps(self, horizon: float, lr_given: bool) -> None:
+        """Nothing: the figure's default run length (the parent's) is not this claim's; its own
+        is set below."""
+
     def _resolve(self) -> None:
         given = self.steps is not None
         super()._resolve()
         if not given and self.beyond_reach is None:
             typical = self.horizon_factor * self.horizon(1, margin=1.0)
-            self._set("steps", _steps(self, "lr", max(typical, self.first_drops_reach(typical)), self.lr))
+            # beyond reach already at the typical horizon: no per-seed ODE is solved to lengthen it
+            if _steps(self, "lr", typical, self.lr) is not None:
+                self._set("steps", _steps(self, "lr", max(typical, self.first_drops_reach(typical)), self.lr))
 
     def first_drops_reach(self, typical: float) -> float:
         """Long enough for every seed's predicted first drop (per-head ODE from its initial

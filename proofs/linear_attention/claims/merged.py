@@ -50,7 +50,7 @@ class MergedFixedPoints(Claim):
         "M_star_diag": Prediction("M*_dd = 1/(λ_d c_d)"),
         "beta_second_moment_diag": Prediction("E[ββᵀ]_dd = λ_d² c_d"),
     }
-    # C_SLIGHTLY_LARGE: an error of the size the exact checks resolve (c's δ ≈ 3.5e-7), not only gross ones
+    # C_SLIGHTLY_LARGE: c_d 1e-9 too large, an error of the size the exact checks resolve, not only gross ones
     planted_errors = (C_N_PLUS_1, C_SLIGHTLY_LARGE, MOMENTS_N_PLUS_1,
                       PlantedError("measurement", "the Monte Carlo contexts' β divided by N + 1",
                                    f"{EXPERIMENTS}._data:_contexts", contexts_n_plus_1))

@@ -214,7 +214,7 @@ class Asymptote(Claim):
         PLANT_ANTIDERIVATIVE,
         PLANT_TEMPERATURE,
         PLANT_NORMALISATION,
-        # an error of about twice the flow times' resolution (1.4 %): c 2.8 % too large
+        # an error of twice the flow times' stated resolution (1.4 %, the worst entry's): c 2.8 % too large
         PlantedError("measurement", "the task covariance's normalisation 2.8 % off (c too large)",
                      f"{PKG}.experiments.tasks:normalised_covariance",
                      lambda orig: (lambda C: orig(C) * 1.028)),
