@@ -99,6 +99,17 @@ KERNEL_SCALE_THEORY = PlantedError("theory", "the theory's kernel κ̃ at scale 
                                    f"{THEORY}._paper:Paper.kernel", _kernel_scaled)
 
 
+def _kernel_scaled_slightly(orig):
+    def kernel(self, kernel, Xq, Xk, scale):
+        return orig(self, kernel, Xq, Xk, (1.0 + 1e-8) * scale)
+    return kernel
+
+
+#: the same kernel at a scale 1e-8 too large: an error of the size the 1e-10 checks resolve
+KERNEL_SCALE_SLIGHTLY_THEORY = PlantedError("theory", "the theory's kernel κ̃ at scale (1 + 1e-8)s",
+                                            f"{THEORY}._paper:Paper.kernel", _kernel_scaled_slightly)
+
+
 # ----------------------------------------------------------------- the trained models' bounds
 
 #: the level of each one-sided confidence bound in the trained-model claims (training, depth,

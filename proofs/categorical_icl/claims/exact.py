@@ -9,8 +9,8 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module
 
 from ..settings import ConstructionSetting, CrossAttentionSetting, FunctionalGDSetting, SingleStepSetting
-from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_THEORY, SCORE_SLIGHTLY_HOT_EXPERIMENT,
-                      SCORE_TEMPERATURE_EXPERIMENT, SOFTMAX_SLIGHTLY_HOT_THEORY, SOFTMAX_TEMPERATURE_THEORY,
+from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_SLIGHTLY_THEORY, KERNEL_SCALE_THEORY,
+                      SCORE_SLIGHTLY_HOT_EXPERIMENT, SCORE_TEMPERATURE_EXPERIMENT, SOFTMAX_SLIGHTLY_HOT_THEORY, SOFTMAX_TEMPERATURE_THEORY,
                       SOURCE, THEORY, roundoff_tolerance, term_size)
 
 theory = lazy_module("proofs.categorical_icl.theory")
@@ -43,6 +43,12 @@ class FunctionalGD(Claim):
         PlantedError("measurement", "the parameter GD's loss reads the labels shifted by one class",
                      f"{EXPERIMENTS}._param_gd:parameter_gd",
                      lambda orig: (lambda Psi, y, W, g: orig(Psi, (y + 1) % W.shape[1], W, g))),
+        # errors a few times what the 1e-10 identity resolves
+        PlantedError("theory", "the theory's softmax logits 3e-10 too large", f"{THEORY}._paper:_normalise_exp",
+                     lambda orig: (lambda z: orig((1.0 + 3e-10) * z))),
+        PlantedError("measurement", "the parameter GD's step 3e-10 too large",
+                     f"{EXPERIMENTS}._param_gd:parameter_gd",
+                     lambda orig: (lambda Psi, y, W, g: orig(Psi, y, W, (1.0 + 3e-10) * np.asarray(g, dtype=float)))),
     )
 
     def constants(self, s):
@@ -367,7 +373,9 @@ class SingleStep(Claim):
     predictions = {"max_abs_error": _ZERO,
                    "raw_offset_error": Prediction("error of the raw-embedding head against f₁ + the "
                                                   "predicted offset Γ w̄_e Σ_i κ̃ (0)", wrong=[1e-3, 1.0])}
-    planted_errors = (KERNEL_SCALE_THEORY, SCORE_TEMPERATURE_EXPERIMENT)
+    # and errors of about ten times what the 1e-10 identities resolve
+    planted_errors = (KERNEL_SCALE_THEORY, SCORE_TEMPERATURE_EXPERIMENT, KERNEL_SCALE_SLIGHTLY_THEORY,
+                      SCORE_SLIGHTLY_HOT_EXPERIMENT)
 
     def constants(self, s):
         return {"max_abs_error": 0.0, "raw_offset_error": 0.0}

@@ -182,6 +182,10 @@ class SeparateEquivalence(_Reduction):
         PlantedError("measurement", "the experiment's β divided by N + 1",
                      f"{EXPERIMENTS}._data:beta_and_query",
                      lambda orig: (lambda X, divisor: orig(X, divisor * X.shape[2] / (X.shape[2] - 1)))),
+        # an error of a few times what the 1e-10 identity resolves
+        PlantedError("measurement", "the experiment's β 3e-10 too small",
+                     f"{EXPERIMENTS}._data:beta_and_query",
+                     lambda orig: (lambda X, divisor: orig(X, divisor * (1 + 3e-10)))),
     )
     model_name = "ATTN_S"
     count_keys = (("networks", "networks = heads"), ("channels_per_network", "channels per network = rank"))
