@@ -112,6 +112,11 @@ training could close it).
                      lambda orig: dict(orig, min_depth_nll_gain=1.0)),
         PlantedError("theory", "the accuracy gain bound set to 0.5", f"{THEORY}._paper:TRAINING_TRENDS",
                      lambda orig: dict(orig, min_depth_accuracy_gain=0.5)),
+        # bounds about twice what the checks resolve at the quick profile (0.086 nat, 0.044)
+        PlantedError("theory", "the depth gain bound set to 0.2 nat", f"{THEORY}._paper:TRAINING_TRENDS",
+                     lambda orig: dict(orig, min_depth_nll_gain=0.2)),
+        PlantedError("theory", "the accuracy gain bound set to 0.1", f"{THEORY}._paper:TRAINING_TRENDS",
+                     lambda orig: dict(orig, min_depth_accuracy_gain=0.1)),
         PlantedError("measurement", "the deeper models scored against their neighbouring prompts' labels",
                      f"{EXPERIMENTS}._training:test_scores", _mispaired_deeper_scores),
         PlantedError("measurement", "the deeper models are never trained (learning rate 0)",
