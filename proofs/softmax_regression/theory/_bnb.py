@@ -382,6 +382,14 @@ def _affine(A: _Forms, C: _Forms, t: np.ndarray | None) -> _Forms:
     return _Forms(c, a, q, e * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
 
 
+def _entry(d: list, w: list):
+    """Σ_k d_k w_k: one entry of QᵀKQ from the softmax terms δ_k and the basis products w_k."""
+    out = d[0] * w[0]
+    for k in range(1, len(d)):
+        out = out + d[k] * w[k]
+    return out
+
+
 class _EigenProblem:
     r"""Normalized loss by the pencil (K, G) of :func:`._hessian.reduced_matrix`, over
     boxes in θ = (g_0..g_{m−1}, c_0..c_{m−1}), m = n − 1:
@@ -562,8 +570,7 @@ class _EigenProblem:
     def _corners(self, lo, hi):
         """Per box the target face split at its ``corner_dims`` widest free coordinates: the
         2^k sub-faces (each those coordinates at one end, the rest its interval) as (lo, hi)
-        pairs (B, m), the box columns of the free target coordinates (B, m − 1) and of the
-        ones taken at both ends (B, k)."""
+        pairs (B, m), and the box columns of the coordinates taken at both ends (B, k)."""
         m, B = self.m, len(lo)
         clo, chi = lo[:, m:], hi[:, m:]
         cf = np.argmax(clo == chi, axis=1)
@@ -583,7 +590,7 @@ class _EigenProblem:
                 else:
                     b[rows, col] = clo[rows, col]
             out.append((a, b))
-        return out, free, ends
+        return out, ends
 
     @staticmethod
     def _unit(c: list) -> list:
@@ -702,7 +709,7 @@ class _EigenProblem:
                     Wi[i, j] = [usi[i][k].square() if i == j else usi[i][k] * usi[j][k]
                                 for k in range(n)]
             # ---- the target patch: its corners' unit vectors b_v and t ≤ 1/ν
-            corners, _, cends = self._corners(lo, hi)
+            corners, cends = self._corners(lo, hi)
             bc = self._unit([Interval(mid[:, m + k]) for k in range(m)])
             if quad:
                 bvs = [self._unit([Interval(a[:, k], b[:, k]) for k in range(m)])
@@ -738,10 +745,7 @@ class _EigenProblem:
                     cv = []
                     for i in range(m):
                         for j in range(i, m):
-                            Pi = None
-                            for k in range(n):
-                                ti = dli[k] * Wi[i, j][k]
-                                Pi = ti if Pi is None else Pi + ti
+                            Pi = _entry(dli, Wi[i, j])
                             Mlo[:, i, j] = Mlo[:, j, i] = Pi.lo
                             Mhi[:, i, j] = Mhi[:, j, i] = Pi.hi
                             if i == j and i in (0, m - 1):
@@ -765,10 +769,7 @@ class _EigenProblem:
                     Mlo = np.zeros((B, m, m))
                     Mhi = np.zeros((B, m, m))
                     for idx, (i, j) in enumerate(keys):
-                        Pi = None
-                        for k in range(n):
-                            ti = dli[k] * Wi[i, j][k]
-                            Pi = ti if Pi is None else Pi + ti
+                        Pi = _entry(dli, Wi[i, j])
                         Mlo[:, i, j] = Mlo[:, j, i] = np.maximum(Rlo[idx], Pi.lo)
                         Mhi[:, i, j] = Mhi[:, j, i] = np.minimum(Rhi[idx], Pi.hi)
                         if i == j and i in (0, m - 1):  # the extreme diagonal entries
