@@ -250,6 +250,11 @@ class OverBudget(RuntimeError):
 # ----------------------------------------------------------------------------- measurements
 
 
+def _not_run(setting: Setting) -> str:
+    """The reason a setting beyond reach gets (a refusal's wording, as the budget's)."""
+    return f"not run: {setting.beyond_reach}"
+
+
 def _setting_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fn(self, setting, ...)`` refusing a setting of the wrong type with a ``TypeError``
     that names the argument (instead of an ``AttributeError`` deep inside the claim)."""
@@ -264,7 +269,7 @@ def _setting_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             raise TypeError(f"{self.id}.{name}: the setting must be a {expected.__name__} "
                             f"(claim.setting({{...}})), got {type(setting).__name__}")
         if guarded and setting.beyond_reach is not None:
-            raise BeyondReach(f"not run: {setting.beyond_reach}")
+            raise BeyondReach(_not_run(setting))
         return fn(self, setting, *args, **kw)
 
     checked._takes_setting = True  # type: ignore[attr-defined]
@@ -587,7 +592,7 @@ def over_budget(claim: Claim, setting: Setting) -> str | None:
 
 def _over_budget(claim: Claim, setting: Setting) -> str | None:
     if setting.beyond_reach is not None:
-        return f"not run: {setting.beyond_reach}"
+        return _not_run(setting)
     try:
         cost = claim.cost(setting)
     except BadInput:
@@ -678,7 +683,7 @@ def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
                         f"measure_claim), got {type(measurement).__name__}")
     t0 = time.perf_counter()
     if setting.beyond_reach is not None:
-        return _stopped(claim, setting, f"not run: {setting.beyond_reach}")
+        return _stopped(claim, setting, _not_run(setting))
     limit = time_limit_reason("before the judgement")
     if limit is not None:
         return _stopped(claim, setting, limit)
