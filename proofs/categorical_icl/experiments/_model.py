@@ -42,6 +42,7 @@ __all__ = ["HEAD_KINDS", "Layout", "layout", "Head", "Cross", "Block", "Model", 
 
 HEAD_KINDS = ("linear", "exp", "rbf", "laplacian", "softmax", "softmax_negsq", "delta")
 _MEAN_KINDS = ("linear", "exp", "rbf", "laplacian")
+_BILINEAR_KINDS = ("linear", "exp", "softmax")  # the score is q^T k
 NUMPY = NumpyBackend()
 
 
@@ -178,6 +179,8 @@ def _head_forward(head: Head, H, N: int, xp=NUMPY, query_only: bool = False):
     if head.kind == "delta" and query_only:
         # δ weights give the query row nothing
         return xp.zeros((H.shape[0], 1, H.shape[-1])), {}
+    if query_only:
+        return _query_head_forward(head, H, N, xp)
     val = _rows(Hc, head.V.T)
     if head.kind == "delta":
         # the weights are δ_ij for context rows and 0 for the query: the output is the values
@@ -186,10 +189,30 @@ def _head_forward(head: Head, H, N: int, xp=NUMPY, query_only: bool = False):
         out = xp.zeros((H.shape[0], H.shape[1], val.shape[-1]))
         out[:, :N] = val
         return out, {"val": val}
-    q = _rows(H[:, -1:] if query_only else H, head.Q.T)
+    q = _rows(H, head.Q.T)
     k = _rows(Hc, head.K.T)
     g, a = _scores(head.kind, q, k, xp)
     return a @ val, {"a": a, "val": val, "q": q, "k": k, "g": g}
+
+
+def _query_head_forward(head: Head, H, N: int, xp=NUMPY):
+    r""":func:`_head_forward` on the query row alone, with the products ordered for one query:
+    the weighted sum of the context tokens :math:`s=\sum_i a_ih_i` first, then the value map
+    (:math:`\sum_i a_iVh_i=Vs`), and for a bilinear score the key map moved onto the query
+    (:math:`q^\top Kh_i=(K^\top q)^\top h_i`): the value map (and for a bilinear score the
+    key map) then acts on one row per prompt instead of ``N``."""
+    Hc = H[:, :N]
+    q = _rows(H[:, -1:], head.Q.T)  # (B,1,r)
+    if head.kind in _BILINEAR_KINDS:
+        w = _rows(q, head.K)  # (B,1,D): K^T q
+        g, a = _scores(head.kind, w, Hc, xp)
+        k = None
+    else:
+        w = None
+        k = _rows(Hc, head.K.T)
+        g, a = _scores(head.kind, q, k, xp)
+    s = a @ Hc  # (B,1,D)
+    return _rows(s, head.V.T), {"a": a, "s": s, "q": q, "w": w, "k": k, "g": g}
 
 
 def _cross_forward(cr: Cross, H, W_x, xp=NUMPY):
@@ -271,7 +294,9 @@ def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = 
         grads = {} if head.frozen else {m: xp.zeros((() if mean else (H.shape[0],)) + tuple(getattr(head, m).shape))
                                         for m in "QKV"}
         return grads, xp.zeros(tuple(H.shape))
-    Hq = H[:, -1:] if query_only else H
+    if query_only:
+        return _query_head_backward(head, c, H, dout, N, xp, mean)
+    Hq = H
     val = c["val"]
     # δ weights pass the context rows' gradient straight to the values
     dval = dout[:, :N] if head.kind == "delta" else xp.swapaxes(c["a"], 1, 2) @ dout  # (B,N,D)
@@ -300,11 +325,46 @@ def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = 
     if not head.frozen:
         grads["Q"] = _outer(dq, Hq, mean, xp)
         grads["K"] = _outer(dk, Hc, mean, xp)
-    if query_only:
-        dH[:, -1:] += _rows(dq, head.Q)
-    else:
-        dH += _rows(dq, head.Q)
+    dH += _rows(dq, head.Q)
     dH[:, :N] += _rows(dk, head.K)
+    return grads, dH
+
+
+def _query_head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = False):
+    r""":func:`_head_backward` for :func:`_query_head_forward`'s cache (``dout``: (B, 1, D)),
+    the products in the same order: with :math:`e=V^\top\bar o` (``dout`` through the value map)
+    the value weights' gradient is :math:`\bar V=\bar o\,s^\top`, a context row gets
+    :math:`a_ie`, and the weights get :math:`\bar a_i=e^\top h_i`; for a bilinear score, with
+    :math:`z=\sum_i\bar g_ih_i`, :math:`\bar q=Kz`, :math:`\bar K=q z^\top` and a context row
+    gets :math:`\bar g_iK^\top q`."""
+    Hc = H[:, :N]
+    a, s, q = c["a"], c["s"], c["q"]
+    e = _rows(dout, head.V)  # (B,1,D)
+    grads = {} if head.frozen else {"V": _outer(dout, s, mean, xp)}
+    da = e @ xp.swapaxes(Hc, 1, 2)  # (B,1,N)
+    dg = _dscores(head.kind, a, da, N, xp)
+    dH = xp.zeros(tuple(H.shape))
+    if head.kind in _BILINEAR_KINDS:
+        z = dg @ Hc  # (B,1,D)
+        dq = _rows(z, head.K.T)
+        if not head.frozen:
+            grads["K"] = _outer(q, z, mean, xp)
+        dH[:, :N] = xp.swapaxes(a, 1, 2) @ e + xp.swapaxes(dg, 1, 2) @ c["w"]
+    else:
+        k = c["k"]
+        if head.kind in ("rbf", "softmax_negsq"):
+            dq = -2.0 * q * xp.sum(dg, -1)[:, :, None] + 2.0 * dg @ k
+            dk = -2.0 * k * xp.sum(dg, 1)[:, :, None] + 2.0 * xp.swapaxes(dg, 1, 2) @ q
+        else:  # laplacian
+            sgn = xp.sign(q[:, :, None, :] - k[:, None, :, :])
+            dq = -xp.einsum("bji,bjir->bjr", dg, sgn)
+            dk = xp.einsum("bji,bjir->bir", dg, sgn)
+        if not head.frozen:
+            grads["K"] = _outer(dk, Hc, mean, xp)
+        dH[:, :N] = xp.swapaxes(a, 1, 2) @ e + _rows(dk, head.K)
+    if not head.frozen:
+        grads["Q"] = _outer(dq, H[:, -1:], mean, xp)
+    dH[:, -1:] += _rows(dq, head.Q)
     return grads, dH
 
 

@@ -93,7 +93,7 @@ def pair_gradients(lay: Layout, W_e: np.ndarray, kernel: str, fp: FreeParams,
     model = stationarity_model(lay, W_e, kernel, fp)
     losses, per_block = [], [[[], [], []] for _ in fp.Q]
     for ch in batch.chunks(chunk):
-        logits, _, cache = forward(model, ch.X, ch.labels)
+        logits, _, cache = forward(model, ch.X, ch.labels, logits_only=True)
         g = backward(model, ch.X, ch.labels, ch.target, logits, cache)
         m = ch.pairs
         loss = query_loss(logits, ch.target)
