@@ -280,6 +280,8 @@ def _outer(a, b, mean: bool, xp=NUMPY):
     (B, T, D): shape (B, r, D); with ``mean``, its mean over the prompts (r, D), as one product
     of the stacked rows (what a parameter's gradient needs when training reads only the mean)."""
     if not mean:
+        if a.shape[1] == 1:  # one row: an outer product (numpy's stacked product is slow there)
+            return xp.einsum("br,bd->brd", a[:, 0], b[:, 0])
         return xp.swapaxes(a, 1, 2) @ b
     return xp.swapaxes(a.reshape(-1, a.shape[-1]), 0, 1) @ b.reshape(-1, b.shape[-1]) / a.shape[0]
 
