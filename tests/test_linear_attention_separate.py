@@ -763,6 +763,10 @@ def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_in
     s = c.setting(keys)
     assert s.beyond_reach is not None and s.lr is None and s.steps is None
     assert type(s).parse(s.as_dict()).beyond_reach == s.beyond_reach
+    # the report's non-default keys are the user's; the unset derived keys are no difference
+    from icltheory.core import non_default_keys
+
+    assert set(non_default_keys(s)) == {"D", "lambdas"}, non_default_keys(s)
     with pytest.raises(BeyondReach, match="^not run: the horizon"):
         c.constants(s)
     m = measure_claim(c, s)

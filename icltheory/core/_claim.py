@@ -760,13 +760,18 @@ def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
 
 def non_default_keys(setting: Setting) -> dict[str, Any]:
     """The keys of ``setting`` whose value differs from the default setting's at the same
-    profile (``profile`` excluded); the keys the user gave when the defaults cannot be built."""
+    profile (``profile`` excluded); the keys the user gave when the defaults cannot be built.
+    At a setting beyond reach, the derived keys it leaves unset (``None``, not given) are not
+    differences: nothing was derived for them."""
     here = setting.as_dict()
     try:
         base = type(setting).parse({"profile": setting.profile}).as_dict()
     except Exception:  # a setting type whose defaults alone do not validate
         return {k: here[k] for k in setting.given() if k != "profile"}
-    return {k: v for k, v in here.items() if k != "profile" and base.get(k) != v}
+    unset = set()
+    if setting.beyond_reach is not None:
+        unset = {k for k, v in here.items() if v is None and k not in setting.given()}
+    return {k: v for k, v in here.items() if k != "profile" and base.get(k) != v and k not in unset}
 
 
 def run_check(
