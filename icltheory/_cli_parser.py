@@ -45,6 +45,40 @@ def _friendlier(message: str, parser: argparse.ArgumentParser) -> str:
     return message
 
 
+def _unrecognized(extra: Sequence[str], parser: argparse.ArgumentParser, cmd: str | None) -> str:
+    """The one-line error for arguments the command does not take: an option is matched against
+    the command's own options first; one that only other commands take says which do."""
+    first = extra[0]
+    if not first.startswith("-"):
+        return f"unexpected argument {first[:40]!r} (see --help)"
+    subs = _subparsers(parser)
+    sub = subs.get(cmd) if cmd else None
+    if sub is None:
+        return _suggest(f"unknown option {first[:40]!r}", first.split("=")[0], _all_options(parser),
+                        "see --help")
+    name = first.split("=")[0]
+    own = sorted(set(_own_options(sub)) | set(_own_options(parser)))
+    near = difflib.get_close_matches(name, own, n=3, cutoff=0.7)
+    head = f"unknown option {first[:40]!r} for {cmd!r}"
+    if near and name not in near:
+        return f"{head}; did you mean {', '.join(near)}?"
+    takers = [c for c, p in subs.items() if name in _own_options(p)]
+    if takers:
+        return f"{cmd!r} takes no {name} (an option of {', '.join(takers)}; see icltheory {cmd} --help)"
+    return f"{head} (see icltheory {cmd} --help)"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _own_options(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+
+
 def _suggest(head: str, word: str, choices: Sequence[str], fallback: str) -> str:
     near = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.7)
     return f"{head}; did you mean {', '.join(near)}?" if near else f"{head} ({fallback})"
@@ -191,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Parse a command line; a bare ``icltheory`` prints the usage and is bad input."""
     parser = build_parser()
-    args = parser.parse_args(list(argv))
+    args, extra = parser.parse_known_args(list(argv))
+    if extra:
+        raise BadInput(_unrecognized(extra, parser, args.cmd))
     if args.cmd is None:
         print(parser.format_help(), end="")
         raise BadInput("no command given (the usage is above)")

@@ -179,6 +179,9 @@ def test_version(capsys):
     (["check", CLAIM, "--sett", "D=3"], "did you mean --set"),
     (["check", "linattn.merged.sigmod"], "did you mean linattn.merged.sigmoid"),
     (["check", CLAIM, "--set", "w_int=0.1"], "did you mean w_init?"),
+    # an option of other commands only: say which take it, not "did you mean" the option itself
+    (["describe", CLAIM, "--set", "D=3"], "'describe' takes no --set (an option of check, constants"),
+    (["check", CLAIM, "--bogus"], "unknown option '--bogus' for 'check' (see icltheory check --help)"),
 ])
 def test_did_you_mean(args, hint, capsys):
     code, _, err = _run(args, capsys)
