@@ -99,6 +99,41 @@ class PairUnderOneTolerance(Claim):
         ctx.close("pair", key="pair", measured=m["pair"], atol=0.01, why="one absolute tolerance")
 
 
+def bound_stated() -> float:
+    return 1.5
+
+
+def bound_witness() -> float:
+    return 1.0
+
+
+class BoundWithUndecidedZone(Claim):
+    """An upper bound K = 1.5 on a constant with a witness 1.0 and a proof of 1.5: K below 1.0
+    fails, K from 1.0 up to 1.5 is undecided (not registered: the resolution tests build it)."""
+
+    id = "testonly.resolution.bound"
+    title = "an upper bound between a witness and a proof"
+    source = "test claim"
+    provenance = "derived here"
+    statement = "C ≤ 1.5"
+    setting_type = PairSetting
+    predictions = {"K": Prediction("the stated bound", kind="upper_bound")}
+    planted_errors = (
+        PlantedError("theory", "halved", "_fake_claims:bound_stated", lambda o: lambda: o() / 2),
+        PlantedError("measurement", "doubled", "_fake_claims:bound_witness", lambda o: lambda: 2 * o()),
+    )
+
+    def constants(self, s):
+        return {"K": bound_stated()}
+
+    def measure(self, s, run):
+        return {"witness": bound_witness()}
+
+    def judge(self, s, pred, m, ctx):
+        ctx.bound("K bounds C", key="K", certified_lower=m["witness"], proved_upper=1.5,
+                  why="a witness refutes, the proof covers")
+
+
 class SquareMeanAgain(SquareMean):
     """The same claim under a second id (a report run with two light claims)."""
 

@@ -54,6 +54,11 @@ def test_measured_resolutions_cover_every_judged_constant():
     ({"kind": "count", "exact": True, "delta": None}, "exact"),
     ({"kind": "lower_bound", "delta": 0.5, "verified": True}, "a bound stated higher by ≥ 50 %"),
     ({"kind": "value", "delta": None, "note": "the defaults are fails"}, "not measured"),
+    # a bound stated tighter than its certificate proves: undecided below δ, never passed
+    ({"kind": "upper_bound", "delta": 0.09, "verified": True, "below": "inconclusive"},
+     "a bound stated lower by ≥ 9 % fails (at 0.9 %: inconclusive)"),
+    ({"kind": "upper_bound", "delta": 0.09, "verified": False, "below": "fails",
+      "note": "not monotone: at δ fails, at δ/10 fails"}, "[not monotone"),
 ])
 def test_resolution_text(rec, text):
     assert text in resolution_text(rec)
@@ -105,3 +110,15 @@ def test_a_list_under_one_absolute_tolerance_is_resolved_entry_by_entry():
     assert text.startswith("an error of ≥ 1 % fails (by entry: [0] 1 %, [1] 0.01 %)"), text
     # entries resolved alike are not listed
     assert "by entry" not in resolution_text({**r.as_dict(), "by_position": {"0": 0.01, "1": 0.009}})
+
+
+def test_a_bound_undecided_below_its_resolution_is_verified_and_says_so():
+    """An upper bound between a witness (1.0) and its proof (1.5): stated lower by a third it
+    fails, by a tenth of that it is inconclusive (not proved, not refuted): the resolution is
+    verified, records the verdict below it and says that error is undecided."""
+    from _fake_claims import BoundWithUndecidedZone
+
+    c = BoundWithUndecidedZone()
+    r = measure_resolution(c, c.setting({}), steps=30)["K"]
+    assert r.verified and r.below == "inconclusive" and math.isclose(r.delta, 1 / 3, rel_tol=1e-3), r
+    assert resolution_text(r.as_dict()) == "a bound stated lower by ≥ 33 % fails (at 3.3 %: inconclusive)"

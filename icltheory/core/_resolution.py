@@ -13,8 +13,10 @@ Counts and orders are judged exactly (any change fails: checked with the planted
 
 A constant that fails at every error tried, down to 1e-12, is recorded as exact (an identity).
 Each resolution is then **verified**: at δ every planted value fails, and at δ/10 in the
-direction that set δ the verdict holds (a check whose verdict is not monotone in the error is
-reported, not hidden).  One measurement serves every
+direction that set δ the verdict does not: it holds, or it is inconclusive where the checks
+cannot decide an error that small (a bound stated tighter than its certificate proves is not
+proved, and not refuted either), and that verdict is recorded; a check whose verdict at δ/10
+still fails is not monotone in the error, and is reported so, not hidden.  One measurement serves every
 judgement, so the cost is that of the judge (cheap for most claims).
 
 ``scripts/resolution.py`` measures every built-in claim at the quick and standard profiles and
@@ -43,7 +45,8 @@ _LOWER_MAX = 1.0 - 1e-9
 class Resolution:
     """``delta``: the smallest error (relative, or absolute when ``absolute``) that fails in
     every direction tried; ``None`` with ``note`` when it could not be measured; ``exact``: a
-    count or order (any change fails); ``verified``: fails at δ and holds at δ/10;
+    count or order (any change fails); ``verified``: fails at δ and not at δ/10; ``below``:
+    the verdict at δ/10 (``holds``, or ``inconclusive`` where an error that small is undecided);
     ``by_position``: for a list, each probed position's own δ (``None``: no error tried there
     fails), since one tolerance shared by entries of different sizes resolves the large ones
     relatively finer than δ, the worst of them, says."""
@@ -56,6 +59,7 @@ class Resolution:
     verified: bool = False
     note: str = ""
     by_position: dict[str, float | None] | None = None
+    below: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (for JSON)."""
@@ -172,10 +176,11 @@ def measure_resolution(claim: Any, setting: Any, *, measurement: Any = None,
                  for p in _positions(true) for s in signs
                  if p is None or float(true[p]) != 0.0 or absolute)
         below = verdict(_perturbed(true, worst_at[0], worst_at[1] * d / 10, absolute))
-        out[key] = Resolution(key, pred.kind, d, absolute, verified=at and below == "holds",
-                              note="" if at and below == "holds" else
+        ok = at and below in ("holds", "inconclusive")
+        out[key] = Resolution(key, pred.kind, d, absolute, verified=ok,
+                              note="" if ok else
                               f"not monotone: at δ {'fails' if at else 'not fails'}, at δ/10 "
-                              f"{below}", by_position=by_position)
+                              f"{below}", by_position=by_position, below=below)
     return out
 
 
@@ -225,6 +230,8 @@ def resolution_text(record: dict[str, Any]) -> str:
     what = {"lower_bound": "a bound stated higher by", "upper_bound": "a bound stated lower by"}
     prefix = what.get(str(kind), "an error of")
     tail = "" if record.get("verified") else f" [{record.get('note') or 'not verified'}]"
+    if record.get("verified") and record.get("below") == "inconclusive":  # an undecided zone below δ
+        tail = f" (at {_size(d / 10, absolute)}: inconclusive)"
     by = record.get("by_position") or {}
     finite = [v for v in by.values() if v is not None]
     if len(finite) > 1 and min(finite) < 0.5 * max(finite):  # entries resolved differently: say so
