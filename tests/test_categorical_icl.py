@@ -831,7 +831,7 @@ def test_budget_scale_is_stated_and_applied():
     c = get_claim("catgd.data-thresholds")
     scale, why = c.budget_scale
     assert scale > 1 and why
-    s = c.setting({"profile": "quick"})
+    s = c.setting({"profile": "quick", "K": "2"})  # two blocks: over the quick profile's own budget
     assert c.cost(s).work > BUDGETS["quick"][0] and over_budget(c, s) is None
     with pytest.raises(TypeError, match="budget_scale"):
         type("Unexplained", (type(c),), {"id": "testonly.unexplained", "budget_scale": (2.0, "")})
