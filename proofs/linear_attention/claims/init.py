@@ -52,6 +52,17 @@ def _keys_queries_like_random_init(orig):
     return init
 
 
+def _lazy_step_long(orig):
+    """The large-init sweep's GD takes steps 8 % longer than the step its time axis is counted in
+    (every fitted decay rate reads 8 % high)."""
+    def sweep(lam, N, scales, *, lr, **kw):
+        out = dict(orig(lam, N, scales, lr=lr * 1.08, **kw))
+        out["t"] = out["t"] / 1.08
+        return out
+
+    return sweep
+
+
 class InitScaleWithLazy(InitScale):
     id = "linattn.init-scale"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
@@ -85,6 +96,10 @@ class InitScaleWithLazy(InitScale):
         PlantedError("measurement", "the aligned large init scales keys and queries like the random init "
                      "(÷√(D+1): unbalanced heads)", f"{EXPERIMENTS}._init_regimes:aligned_init",
                      _keys_queries_like_random_init),
+        # an error about three times what the decay-rate checks resolve (≈ 2.6 % of ρ, 2.8 % of ρ_d at
+        # the quick profile); at 0.8 % either way both checks hold
+        PlantedError("measurement", "the large-init sweep's GD steps 8 % longer than its time axis counts",
+                     f"{EXPERIMENTS}._init_regimes:lazy_sweep", _lazy_step_long),
     )
 
     def constants(self, s) -> dict:
