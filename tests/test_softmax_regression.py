@@ -1012,3 +1012,18 @@ def test_random_settings_skip_one_context_entry(cid):
         assert s.n >= 2 or (cid == "softmaxreg.candidate" and s.loss == "rescaled")
 
     draw()
+
+
+def test_candidate_band_with_a_zero_witness_is_no_internal_error():
+    """A witness of 0 (the rescaled loss's certified witness evaluated with the normalized loss,
+    constant at n = 1) leaves the candidate inside the band [0, proved]: undecided, said without
+    dividing by the witness."""
+    import dataclasses
+
+    import icltheory.testing as itest
+
+    c = get_claim("softmaxreg.candidate")
+    err = next(p for p in c.planted_errors if p.side == "measurement")
+    v = itest.run_planted(c, dataclasses.replace(err, setting={"loss": "rescaled", "n": 1}))
+    assert v.internal_error is None
+    assert v.verdict == "inconclusive" and "certified band [0," in v.reasons[0]

@@ -210,12 +210,17 @@ def _anisotropic_pairs(orig):
     return draw
 
 
-def _first_coordinate_wide(orig):
-    def draw(rng, n, **kw):
-        b = orig(rng, n, **kw)
-        b.X[..., 0] *= 1.25  # after the labels were drawn: the prompts' law is no longer rotation invariant
-        return b
-    return draw
+def first_coordinate_stretched(factor: float):
+    """A planted error's replacement of the prompt sampler: the covariates' first coordinate
+    multiplied by ``factor`` after the labels were drawn (the prompts' law is then no longer
+    rotation invariant)."""
+    def replace(orig):
+        def draw(rng, n, **kw):
+            b = orig(rng, n, **kw)
+            b.X[..., 0] *= factor
+            return b
+        return draw
+    return replace
 
 
 class Stationarity(Claim):
@@ -247,7 +252,7 @@ class Stationarity(Claim):
         # of 0.0057); at 1.03× or 0.97× (≈ 0.3 of the resolution) the claim holds
         PlantedError("measurement", "the covariates' first coordinate stretched 1.25× (a slightly "
                      "anisotropic prompt law)",
-                     f"{EXPERIMENTS}._data:draw_linear_task_prompts", _first_coordinate_wide),
+                     f"{EXPERIMENTS}._data:draw_linear_task_prompts", first_coordinate_stretched(1.25)),
     )
 
     def constants(self, s):
