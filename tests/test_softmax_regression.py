@@ -958,3 +958,72 @@ def test_default_box_budget_fits_the_memory_budget(profile, setting):
 
     c = get_claim("softmaxreg.rescaled-lipschitz")
     assert over_budget(c, c.setting({"profile": profile, **setting})) is None
+
+
+# --------------------------------------------------------------------------- one context entry
+
+#: the claims whose statement says nothing at n = 1 (the row softmax over one entry is constant)
+_VACUOUS_AT_ONE_ENTRY = ["softmaxreg.gradient", "softmaxreg.lipschitz", "softmaxreg.candidate",
+                         "softmaxreg.icl-shift", "softmaxreg.data-move"]
+
+
+def _cli_verdict(capsys, cid: str, n: int) -> tuple[int, dict]:
+    code = main(["check", cid, "--set", f"n={n}", "--profile", "quick", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    return code, (out[0] if isinstance(out, list) else out)
+
+
+@pytest.mark.parametrize("cid", _VACUOUS_AT_ONE_ENTRY)
+def test_one_context_entry_is_undecidable(cid, capsys):
+    """At n = 1 the claim names why it cannot decide, and the command line says inconclusive
+    (exit 3) with that reason; at n = 2 it runs and holds (exit 0)."""
+    from icltheory._cli import EXIT_INCONCLUSIVE, EXIT_OK
+
+    c = get_claim(cid)
+    reason = c.undecidable(c.setting({"n": 1}))
+    assert reason is not None and reason.startswith("n = 1: with one context entry")
+    assert c.undecidable(c.setting({"n": 2})) is None
+    code, v = _cli_verdict(capsys, cid, 1)
+    assert (code, v["verdict"]) == (EXIT_INCONCLUSIVE, "inconclusive")
+    assert reason in v["reasons"]
+    assert not [ch for ch in v["checks"] if ch["passed"] is False]
+    code, v = _cli_verdict(capsys, cid, 2)
+    assert (code, v["verdict"]) == (EXIT_OK, "holds")
+    assert not any(r.startswith("n = 1") for r in v["reasons"])
+
+
+def test_one_context_entry_decides_where_the_loss_is_not_constant():
+    """The rescaled loss is not constant at n = 1 (its residual e^m(1 − b) moves with x), and
+    the tensor-trick identities do not involve the softmax: those settings stay decidable."""
+    for cid, keys in (("softmaxreg.candidate", {"loss": "rescaled"}), ("softmaxreg.rescaled-lipschitz", {}),
+                      ("softmaxreg.vectorization", {})):
+        c = get_claim(cid)
+        assert c.undecidable(c.setting({"n": 1, **keys})) is None, cid
+
+
+@pytest.mark.parametrize("cid", ["softmaxreg.data-move", "softmaxreg.candidate"])
+def test_random_settings_skip_one_context_entry(cid):
+    import icltheory.testing as itest
+    from hypothesis import settings as hsettings
+
+    @hsettings(max_examples=40, deadline=None, database=None)
+    @given(itest.settings(cid))
+    def draw(s):
+        assert s.n >= 2 or (cid == "softmaxreg.candidate" and s.loss == "rescaled")
+
+    draw()
+
+
+def test_candidate_band_with_a_zero_witness_is_no_internal_error():
+    """A witness of 0 (the rescaled loss's certified witness evaluated with the normalized loss,
+    constant at n = 1) leaves the candidate inside the band [0, proved]: undecided, said without
+    dividing by the witness."""
+    import dataclasses
+
+    import icltheory.testing as itest
+
+    c = get_claim("softmaxreg.candidate")
+    err = next(p for p in c.planted_errors if p.side == "measurement")
+    v = itest.run_planted(c, dataclasses.replace(err, setting={"loss": "rescaled", "n": 1}))
+    assert v.internal_error is None
+    assert v.verdict == "inconclusive" and "certified band [0," in v.reasons[0]

@@ -19,6 +19,14 @@ ASSUMPTIONS_TEX = (r"\ \text{for }\lVert A_1\otimes A_2\rVert\le R,\ \lVert x\rV
                     r"\le R,\ \lVert b_j\rVert_2\le1")
 
 
+def one_entry(s, consequence: str) -> str | None:
+    """Why a setting with one context entry (n = 1) decides nothing, or ``None`` for n ≥ 2: the
+    row softmax is then over a single entry, the constant 1, and ``consequence`` follows."""
+    if s.n != 1:
+        return None
+    return f"n = 1: with one context entry the row softmax is constant (f = 1), so {consequence}"
+
+
 # --------------------------------------------------------------------------- planted errors
 
 

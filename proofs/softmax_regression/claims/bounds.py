@@ -17,7 +17,7 @@ from icltheory.core import Claim, Cost, Plot, PlantedError, Prediction, Series, 
 from ._common import (ASSUMPTIONS_TEX, PKG, best_proved, bnb_cost, bnb_runs, bnb_derivation_check,
                        bnb_memory, bound_tenth, certificate_check, certified_slip,
                        checked_proved, closed_form_tenth,
-                       drop_projection, logits_doubled, lower_check, other_loss, premise_check,
+                       drop_projection, logits_doubled, lower_check, one_entry, other_loss, premise_check,
                        premise_cost, search_cost, temperature, upper_check, witness_bound,
                        witness_cost)
 from ..settings import (CandidateSetting, RescaledSetting, SoftmaxRegressionSetting, candidate_ball,
@@ -154,6 +154,11 @@ class GradientClaim(_SoftmaxClaim):
                      lambda orig: (lambda *a: _scaled(orig(*a), "fd_normalized", 1 + 2.3e-5))),
     )
 
+    def undecidable(self, s):
+        return one_entry(s, "the normalized loss is constant, and B's one row (on the simplex) is 1, "
+                            "which makes the rescaled residual u − αb 0 too: both gradients are 0 at "
+                            "the reference instance and the closed forms are compared with 0")
+
     def constants(self, s):
         A1, A2, B, X = reference_instance(s.n, s.d, s.R, s.seed)
         gt = theory.gradient_theory(s.n, s.d)
@@ -173,6 +178,9 @@ class GradientClaim(_SoftmaxClaim):
         return experiments.measure_gradient(*reference_instance(s.n, s.d, s.R, s.seed))
 
     def judge(self, s, predicted, m, ctx):
+        undecided = self.undecidable(s)
+        if undecided:
+            ctx.inconclusive(undecided)
         why = ("central differences with h = 1e-5/max(1, 2a): truncation h²/6·|f‴| with "
                "|f‴| ≲ (2a)³·S (S the loss scale) plus rounding 2·eps·(1+2max|M|)·S/h; "
                "tolerance = 10× their sum")
@@ -259,6 +267,9 @@ class _LipschitzFamily(_SoftmaxClaim):
             witness_starts=s.witness_starts, witness_rng=run.rng(7), premise_rng=run.rng(9))
 
     def judge(self, s, predicted, m, ctx):
+        undecided = self.undecidable(s)
+        if undecided:
+            ctx.inconclusive(undecided)
         k = m["samples"]
         for key, text in _LEMMA_TEXT[self.loss].items():
             what = f"over {k} random pairs"
@@ -352,6 +363,10 @@ class LipschitzClaim(_LipschitzFamily):
         certified_slip("no_frontier"),
     )
 
+    def undecidable(self, s):
+        return one_entry(s, "the normalized loss is constant and its gradient 0: every constant "
+                            "bounds it, and the claim says nothing")
+
 
 class RescaledLipschitzClaim(_LipschitzFamily):
     id = "softmaxreg.rescaled-lipschitz"
@@ -432,6 +447,12 @@ class CandidateClaim(_SoftmaxClaim):
                                         "bnb_boxes": 300_000}, standard=True),
     )
 
+    def undecidable(self, s):
+        if s.loss != "normalized":
+            return None  # the rescaled loss is not constant at n = 1
+        return one_entry(s, "the normalized loss is constant and its gradient 0: every candidate "
+                            "K ≥ 0 bounds it, and the claim says nothing (loss=rescaled decides there)")
+
     def _term(self, s) -> str:
         return "closed_form" if s.loss == "normalized" else "rescaled_lemma_chain"
 
@@ -459,6 +480,9 @@ class CandidateClaim(_SoftmaxClaim):
                                              witness_rng=run.rng(7), premise_rng=run.rng(9))
 
     def judge(self, s, predicted, m, ctx):
+        undecided = self.undecidable(s)
+        if undecided:
+            ctx.inconclusive(undecided)
         th = theory.theory()
         term = self._term(s)
         K0 = self.constants(s)["candidate"]
@@ -483,8 +507,10 @@ class CandidateClaim(_SoftmaxClaim):
         if m["witness_lower"] < K < proved_for_candidate:
             left = (f"left by {s.bnb_boxes} branch-and-bound boxes ({s.profile} profile)" if bnb_runs(s, s.loss)
                     else f"(the branch and bound does not run at n = {s.n} at the {s.profile} profile)")
+            times = (f" ({proved_for_candidate / m['witness_lower']:.3g} × the witness)"
+                     if m["witness_lower"] > 0 else "")
             ctx.inconclusive(f"K = {K:.6g} lies inside the certified band [{m['witness_lower']:.6g}, "
-                             f"{proved_for_candidate:.6g}] ({proved_for_candidate / m['witness_lower']:.3g} × the witness) "
+                             f"{proved_for_candidate:.6g}]{times} "
                              f"{left}: neither a certificate nor a counterexample; a larger profile (--profile "
                              "thorough) or bnb_boxes narrows the band")
         ctx.measure("worst_ratio", math.exp(m["log_worst_ratio"]))
