@@ -62,3 +62,19 @@ def test_quoted_numbers_equal_the_reports(match):
     half = Decimal(5) * Decimal(10) ** (q.as_tuple().exponent - 1)
     assert abs(Decimal(repr(value)) - q) <= half, (
         f"README quotes {quoted} for {claim}:{path}, the report says {value:.8g}")
+
+
+def test_the_planted_error_count_is_the_claims_own():
+    """The README's count of planted errors per side is what the built-in claims declare."""
+    from collections import Counter
+
+    from icltheory.core import all_claims
+
+    claims = [c for c in all_claims() if not c.is_legacy() and not c.id.startswith("example.")]
+    sides = Counter(e.side for c in claims for e in c.planted_errors)
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    m = re.search(r"The (\d+) claims carry (\d+) planted errors \((\d+) on the theory side, (\d+) on the "
+                  r"measurement side, (\d+) in the certifying layer", text)
+    assert m, "README lost its planted-error count"
+    assert tuple(map(int, m.groups())) == (len(claims), sum(sides.values()), sides["theory"],
+                                           sides["measurement"], sides["certified"]), sides
