@@ -266,10 +266,14 @@ class _LipschitzFamily(_SoftmaxClaim):
             rng=run.rng(0), grid_rng=[run.rng(100 + i) for i in range(s.grid)], tick=run.tick,
             witness_starts=s.witness_starts, witness_rng=run.rng(7), premise_rng=run.rng(9))
 
+    def _one_entry_note(self, s) -> str | None:
+        """At n = 1, what of the statement is vacuous (a note), or ``None``."""
+        return None
+
     def judge(self, s, predicted, m, ctx):
-        undecided = self.undecidable(s)
-        if undecided:
-            ctx.inconclusive(undecided)
+        vacuous = self._one_entry_note(s)
+        if vacuous:
+            ctx.note(vacuous)
         k = m["samples"]
         for key, text in _LEMMA_TEXT[self.loss].items():
             what = f"over {k} random pairs"
@@ -363,9 +367,9 @@ class LipschitzClaim(_LipschitzFamily):
         certified_slip("no_frontier"),
     )
 
-    def undecidable(self, s):
+    def _one_entry_note(self, s) -> str | None:
         return one_entry(s, "the normalized loss is constant and its gradient 0: every constant "
-                            "bounds it, and the claim says nothing")
+                            "bounds it, and only the lemmas' constants are tested here")
 
 
 class RescaledLipschitzClaim(_LipschitzFamily):
