@@ -282,6 +282,33 @@ def test_catgd_forward_backward_torch_matches_numpy(kinds):
     assert np.abs(ga["b0h0Q"]).max() > 0 and np.abs(ga["W_u"]).max() > 0  # a real gradient, not zeros
 
 
+@pytest.mark.parametrize("kind", cat_model.HEAD_KINDS)
+@pytest.mark.parametrize("mean", [False, True])
+def test_catgd_query_row_block_torch_matches_numpy(kind, mean):
+    """The last block on the query row alone (what training and evaluation run), with ``kind``
+    as its first head, on both backends: the same logits and gradients, per prompt and averaged."""
+    tb = _torch_or_skip()
+    nb = NumpyBackend()
+    rng = np.random.default_rng(9)
+    lay, C, N, B = cat_model.layout(3, 2), 5, 6, 4
+    model = _catgd_random_model(rng, (("softmax", "rbf"), (kind, "softmax")), lay, C)
+    X = rng.standard_normal((B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    target = cat_model.softmax(rng.standard_normal((B, C)), -1)
+    res = []
+    for xp in (nb, tb):
+        m, Xb, yb, tg = _catgd_on(xp, model), xp.asarray(X), xp.asindex(y), xp.asarray(target)
+        logits, _, cache = cat_model.forward(m, Xb, yb, logits_only=True, xp=xp)
+        g = cat_model.backward(m, Xb, yb, tg, logits, cache, xp, mean=mean)
+        res.append((xp.to_numpy(logits), _flat_grads(g, xp)))
+    (la, ga), (lb, gb) = res
+    assert np.allclose(la, lb, rtol=1e-12, atol=1e-13 * np.abs(la).max())
+    assert ga.keys() == gb.keys()
+    for k in ga:
+        scale = max(np.abs(ga[k]).max(), 1e-300)
+        assert np.allclose(ga[k], gb[k], rtol=1e-12, atol=1e-12 * scale), (kind, k)
+
+
 def _catgd_problem():
     rng = np.random.default_rng(0)
     lay = cat_model.layout(3, 2)

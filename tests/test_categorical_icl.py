@@ -231,6 +231,40 @@ def test_logits_only_forward_and_backward_match_the_full_pass(kinds):
     assert np.abs(M.forward(model, X, y, logits_only=True)[0] - logits).max() > 1e-6
 
 
+@pytest.mark.parametrize("kind", M.HEAD_KINDS)
+def test_query_row_block_matches_the_full_pass_for_every_head_kind(kind):
+    """The last block on the query row alone, with its products ordered for one query, against
+    the full pass, with ``kind`` as that block's first head (beside a softmax head, after a
+    full block), free or frozen: the logits, and every gradient — the covariates' included —
+    per prompt and averaged, to round-off (1e-13 relative to each gradient's largest entry)."""
+    rng = np.random.default_rng(11)
+    lay, C, N, B = M.layout(3, 2), 5, 6, 4
+    model = _random_model(rng, lay, C, (("softmax", "rbf"), (kind, "softmax")))
+    X = rng.standard_normal((B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    target = M.softmax(rng.standard_normal((B, C)))
+    for frozen in (False, True):
+        model.blocks[-1].heads[0].frozen = frozen
+        full_logits, _, full_cache = M.forward(model, X, y)
+        lg, _, cache = M.forward(model, X, y, logits_only=True)
+        np.testing.assert_allclose(lg, full_logits, rtol=1e-13, atol=1e-13 * np.abs(full_logits).max())
+        for mean in (False, True):
+            g_full = M.backward(model, X, y, target, full_logits, full_cache, mean=mean)
+            g_row = M.backward(model, X, y, target, lg, cache, mean=mean)
+            ref = {**_gradient_leaves(g_full), "X": g_full["X"]}
+            got = {**_gradient_leaves(g_row), "X": g_row["X"]}
+            assert set(got) == set(ref), (kind, frozen)
+            for key in ref:
+                scale = max(np.abs(ref[key]).max(), 1e-300)
+                assert np.abs(got[key] - ref[key]).max() <= 1e-13 * scale, (kind, frozen, mean, key)
+    # the comparison has content: the head's query, key and value gradients are not zero (a δ
+    # head's output at the query row is 0 whatever its parameters)
+    model.blocks[-1].heads[0].frozen = False
+    g_full = M.backward(model, X, y, target, full_logits, full_cache)["blocks"][-1]["heads"][0]
+    sizes = [float(np.abs(g_full[m]).max()) for m in "QKV"]
+    assert (max(sizes) == 0.0) if kind == "delta" else (min(sizes) > 1e-4), (kind, sizes)
+
+
 def test_mean_gradients_are_the_per_prompt_gradients_averaged():
     """``backward(mean=True)`` (what training reads: one product over the stacked rows per
     parameter) equals the per-prompt gradients averaged over the prompts, for every parameter
