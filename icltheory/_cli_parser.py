@@ -57,6 +57,8 @@ def _unrecognized(extra: Sequence[str], parser: argparse.ArgumentParser, cmd: st
         return _suggest(f"unknown option {first[:40]!r}", first.split("=")[0], _all_options(parser),
                         "see --help")
     name = first.split("=")[0]
+    if name in _own_options(sub):  # the command's own option, written before the command
+        return f"{name} is an option of {cmd!r}: write it after the command (icltheory {cmd} ... {name})"
     own = sorted(set(_own_options(sub)) | set(_own_options(parser)))
     near = difflib.get_close_matches(name, own, n=3, cutoff=0.7)
     head = f"unknown option {first[:40]!r} for {cmd!r}"

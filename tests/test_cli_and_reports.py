@@ -182,6 +182,7 @@ def test_version(capsys):
     # an option of other commands only: say which take it, not "did you mean" the option itself
     (["describe", CLAIM, "--set", "D=3"], "'describe' takes no --set (an option of check, constants"),
     (["check", CLAIM, "--bogus"], "unknown option '--bogus' for 'check' (see icltheory check --help)"),
+    (["--dry-run", "check", CLAIM], "--dry-run is an option of 'check': write it after the command"),
 ])
 def test_did_you_mean(args, hint, capsys):
     code, _, err = _run(args, capsys)
