@@ -767,6 +767,8 @@ def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_in
     from icltheory.core import non_default_keys
 
     assert set(non_default_keys(s)) == {"D", "lambdas"}, non_default_keys(s)
+    given_lr = c.setting(dict(keys, lr="1e-14"))
+    assert given_lr.beyond_reach is not None and non_default_keys(given_lr)["lr"] == 1e-14
     with pytest.raises(BeyondReach, match="^not run: the horizon"):
         c.constants(s)
     m = measure_claim(c, s)

@@ -768,9 +768,11 @@ def non_default_keys(setting: Setting) -> dict[str, Any]:
         base = type(setting).parse({"profile": setting.profile}).as_dict()
     except Exception:  # a setting type whose defaults alone do not validate
         return {k: here[k] for k in setting.given() if k != "profile"}
-    unset = set()
-    if setting.beyond_reach is not None:
-        unset = {k for k, v in here.items() if v is None and k not in setting.given()}
+    unset: set[str] = set()
+    if setting.beyond_reach is not None:  # what the user gave, even where the setting left it unset
+        given = setting.given()
+        unset = {k for k, v in here.items() if v is None and k not in given}
+        here = {k: given[k] if v is None and k in given else v for k, v in here.items()}
     return {k: v for k, v in here.items() if k != "profile" and base.get(k) != v and k not in unset}
 
 
