@@ -281,8 +281,21 @@ class SeparateHeadsNewton:
         self.L2 = np.diag(lam**2)
         m = 2 * H + D * D
         self.m = m
+        # per row: the heads' block inverses, g_p, the heads' Gram matrices Σ_p K_pᵀQ_p, the m×m
+        # correction, v_h K_p and v_h Q_p (rank Rmax; the working rows' copies, on their rank's
+        # pieces, are written back when the working set changes)
         self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, 1, H, D * D)),
-                      np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, 2 * D)))
+                      np.zeros((rows, m, m)), np.zeros((rows, H, R, D)), np.zeros((rows, H, R, D)))
+        self._eye2D = np.eye(2 * D)
+        self._eye_m = np.eye(m)
+        self._diag_v = (np.arange(H), np.arange(H))
+        self._diag_g = (H + np.arange(H), H + np.arange(H))
+        # C S (C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w))) is S's rows with the first two blocks
+        # swapped, times C's nonzero entries; F = (I + CS)⁻¹C is the inverse's columns so swapped,
+        # times the same entries
+        self._swap = np.concatenate([np.arange(H, 2 * H), np.arange(H), np.arange(2 * H, m)])
+        self._cw = np.concatenate([-np.ones(2 * H), self.w])
+        self._dirty = np.zeros(0, bool)  # the working rows factorised since the last select
         self._heads = {r: np.repeat(np.arange(H), r) for r in range(1, R + 1)}
         n = H + 2 * H * R * D
         self.dense = n <= self.DENSE_MAX
@@ -360,15 +373,32 @@ class SeparateHeadsNewton:
     def select(self, rows, cols=None) -> None:
         """The working rows of the next factorisations and solves, on the columns ``cols`` of a
         rank-R state (None: rank Rmax)."""
+        if self._dirty.any():  # the factorisations made since the last select, kept in the full layout
+            done = np.flatnonzero(self._dirty)
+            back = self.rows[done]
+            if self.dense:
+                # zero on the padded pieces (a row's padded components are zero and must stay so
+                # when a wider working layout solves with it)
+                keep = self.columns(self.R)
+                full = np.zeros((done.size,) + self._dense_full.shape[1:])
+                full[:, :, keep[:, None], keep[None, :]] = self._dense_work[done]
+                self._dense_full[back] = full
+            else:
+                for i, (whole, work) in enumerate(zip(self._full, self._work)):
+                    if i in (1, 4, 5):
+                        whole[back, :, :self.R] = work[done]
+                    else:
+                        whole[back] = work[done]
         self.rows = rows
         self.R = self.Rmax if cols is None else self.rank_of(len(cols))
         R = self.R
+        self._dirty = np.zeros(rows.size, bool)
         if self.dense:  # the rows' inverses on the working layout's columns
             keep = self.columns(R)
             self._dense_work = self._dense_full[rows][:, :, keep[:, None], keep[None, :]]
             return
-        Ginv, g, Nf, F, v, PC = (a[rows] for a in self._full)
-        self._work = (Ginv, g[:, :, :R].copy(), Nf, F, v, PC[:, :, :R].copy())
+        Ginv, g, Nf, F, Kv, Qv = (a[rows] for a in self._full)
+        self._work = (Ginv, g[:, :, :R].copy(), Nf, F, Kv[:, :, :R].copy(), Qv[:, :, :R].copy())
 
     def dense_jacobian(self, y) -> np.ndarray:
         """J (r, n, n) of the rows' states y (r, n) of rank R = :meth:`rank_of`: the analytic
@@ -395,23 +425,17 @@ class SeparateHeadsNewton:
             n = y.shape[1]
             Mx = np.eye(n) - c[:, None, None] * self.dense_jacobian(y)
             inv, ok = _inverses(Mx)
-            # kept in the full layout, zero on the padded pieces (a row's padded components are
-            # zero and must stay so when a wider working layout solves with it)
-            keep = self.columns(R)
-            full = np.zeros((r, 2) + self._dense_full.shape[2:])
-            full[:, 0, keep[:, None], keep[None, :]] = inv
-            full[:, 1, keep[:, None], keep[None, :]] = Mx
-            self._dense_full[self.rows[pos]] = full
-            self._dense_work[pos] = np.stack([inv, Mx], 1)
+            self._dense_work[pos, 0] = inv
+            self._dense_work[pos, 1] = Mx
+            self._dirty[pos] = True
             return ok
         v, K, Q, M = self.parts(y)
-        pc = y[:, H:].reshape(r, H, R, 2 * D)
         E = self.L2 - self.W * M
         A = (c[:, None] * v)[:, :, None, None] * E[:, None]
         G = np.zeros((r, H, 2 * D, 2 * D))
         G[..., :D, D:] = -A
         G[..., D:, :D] = -np.swapaxes(A, -1, -2)
-        G += np.eye(2 * D)
+        G += self._eye2D
         Ginv, ok = _inverses(G.reshape(r * H, 2 * D, 2 * D))
         Ginv = Ginv.reshape(r, H, 2 * D, 2 * D)
         ok = ok.reshape(r, H).all(1)
@@ -424,11 +448,11 @@ class SeparateHeadsNewton:
         SQ = Qt @ Q
         m, D2 = self.m, D * D
         S = np.zeros((r, m, m))
-        S[:, np.arange(H), np.arange(H)] = 1.0
+        S[(slice(None),) + self._diag_v] = 1.0
         Nf = Nh.reshape(r, H, D2)
         S[:, :H, 2 * H:] = Nf
         S[:, 2 * H:, :H] = np.swapaxes(Nf, 1, 2)
-        S[:, H + np.arange(H), H + np.arange(H)] = np.einsum("rhsi,rhis->rh", g, xg)
+        S[(slice(None),) + self._diag_g] = np.einsum("rhsi,rhis->rh", g, xg)
         gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ np.swapaxes(xg[:, :, D:, :], -1, -2))).reshape(r, H, D2)
         S[:, H:2 * H, 2 * H:] = gA
         S[:, 2 * H:, H:2 * H] = np.swapaxes(gA, 1, 2)
@@ -441,17 +465,19 @@ class SeparateHeadsNewton:
         T = (T + Ty + Ty.transpose(0, 3, 4, 1, 2)).reshape(r, D2, D2)
         S[:, 2 * H:, 2 * H:] = np.swapaxes(Nf, 1, 2) @ Nf + T
         # C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w)); F = (I + C S)⁻¹ C
-        cdiag = np.concatenate([np.ones((r, 2 * H)), self.w[None] * np.ones((r, 1))], 1) * c[:, None]
-        CS = np.concatenate([-S[:, H:2 * H], -S[:, :H], S[:, 2 * H:]], 1) * cdiag[:, :, None]
-        inv, ok2 = _inverses(np.eye(m) + CS)
-        F = np.concatenate([-inv[:, :, H:2 * H], -inv[:, :, :H], inv[:, :, 2 * H:]], 2) * cdiag[:, None, :]
-        rows = self.rows[pos]
-        for i, (full, work, new) in enumerate(zip(self._full, self._work, (Ginv, g, Nf[:, None], F, v, pc))):
-            if i in (1, 5):
-                full[rows, :, :R] = new
-            else:
-                full[rows] = new
-            work[pos] = new
+        cdiag = self._cw[None] * c[:, None]
+        CS = S[:, self._swap] * cdiag[:, :, None]
+        inv, ok2 = _inverses(self._eye_m + CS)
+        F = inv[:, :, self._swap] * cdiag[:, None, :]
+        vv = v[:, :, None, None]
+        Ginv_w, g_w, Nf_w, F_w, Kv_w, Qv_w = self._work
+        Ginv_w[pos] = Ginv
+        g_w[pos] = g
+        Nf_w[pos] = Nf[:, None]
+        F_w[pos] = F
+        Kv_w[pos] = vv * K
+        Qv_w[pos] = vv * Q
+        self._dirty[pos] = True
         return ok & ok2
 
     def solve(self, rhs):
@@ -461,13 +487,12 @@ class SeparateHeadsNewton:
             x = (inv @ rhs[:, :, None])[:, :, 0]
             return x + (inv @ (rhs - (Mx @ x[:, :, None])[:, :, 0])[:, :, None])[:, :, 0]
         H, D = self.H, self.D
-        Ginv, g, Nf, F, v, pc = self._work
+        Ginv, g, Nf, F, Kv, Qv = self._work
         r = rhs.shape[0]
         rv = rhs[:, :H]
         yp = np.swapaxes(Ginv @ np.swapaxes(rhs[:, H:].reshape(r, H, -1, 2 * D), -1, -2), -1, -2)  # B0⁻¹ on pieces
-        vv = v[:, :, None, None]
-        Kv = (vv * pc[..., :D]).reshape(r, -1, D)
-        Qv = (vv * pc[..., D:]).reshape(r, -1, D)
+        Kv = Kv.reshape(r, -1, D)
+        Qv = Qv.reshape(r, -1, D)
         s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + np.swapaxes(yp[..., :D].reshape(r, -1, D), 1, 2) @ Qv
                + np.swapaxes(Kv, 1, 2) @ yp[..., D:].reshape(r, -1, D))
         s_g = (g * yp).sum((-1, -2))
