@@ -355,7 +355,7 @@ class SeparateHeadsNewton:
         D = self.D
         K, Q = pc[..., :D], pc[..., D:]
         r = y.shape[0]
-        M = np.swapaxes((v[:, :, None, None] * K).reshape(r, -1, D), 1, 2) @ Q.reshape(r, -1, D)
+        M = (v[:, :, None, None] * K).reshape(r, -1, D).swapaxes(1, 2) @ Q.reshape(r, -1, D)
         return v, K, Q, M
 
     def field(self, y):
@@ -365,7 +365,7 @@ class SeparateHeadsNewton:
         D = self.D
         r = y.shape[0]
         KE = K.reshape(r, -1, D) @ E
-        QEt = Q.reshape(r, -1, D) @ np.swapaxes(E, 1, 2)
+        QEt = Q.reshape(r, -1, D) @ E.swapaxes(1, 2)
         gv = (KE * Q.reshape(r, -1, D)).sum(-1).reshape(r, self.H, -1).sum(-1)
         pieces = np.concatenate([QEt, KE], axis=-1).reshape(r, self.H, -1) * v[:, :, None]
         return np.concatenate([gv, pieces.reshape(r, -1)], axis=1)
@@ -434,15 +434,15 @@ class SeparateHeadsNewton:
         A = (c[:, None] * v)[:, :, None, None] * E[:, None]
         G = np.zeros((r, H, 2 * D, 2 * D))
         G[..., :D, D:] = -A
-        G[..., D:, :D] = -np.swapaxes(A, -1, -2)
+        G[..., D:, :D] = -A.swapaxes(-1, -2)
         G += self._eye2D
         Ginv, ok = _inverses(G.reshape(r * H, 2 * D, 2 * D))
         Ginv = Ginv.reshape(r, H, 2 * D, 2 * D)
         ok = ok.reshape(r, H).all(1)
         X, Y, Z = Ginv[..., :D, :D], Ginv[..., :D, D:], Ginv[..., D:, D:]
-        g = np.concatenate([Q @ np.swapaxes(E, 1, 2)[:, None], K @ E[:, None]], axis=-1)  # (EQ_p, EᵀK_p)
-        xg = Ginv @ np.swapaxes(g, -1, -2)  # (r, H, 2D, R)
-        Kt, Qt = np.swapaxes(K, -1, -2), np.swapaxes(Q, -1, -2)
+        g = np.concatenate([Q @ E.swapaxes(1, 2)[:, None], K @ E[:, None]], axis=-1)  # (EQ_p, EᵀK_p)
+        xg = Ginv @ g.swapaxes(-1, -2)  # (r, H, 2D, R)
+        Kt, Qt = K.swapaxes(-1, -2), Q.swapaxes(-1, -2)
         Nh = Kt @ Q
         SK = Kt @ K
         SQ = Qt @ Q
@@ -451,19 +451,19 @@ class SeparateHeadsNewton:
         S[(slice(None),) + self._diag_v] = 1.0
         Nf = Nh.reshape(r, H, D2)
         S[:, :H, 2 * H:] = Nf
-        S[:, 2 * H:, :H] = np.swapaxes(Nf, 1, 2)
+        S[:, 2 * H:, :H] = Nf.swapaxes(1, 2)
         S[(slice(None),) + self._diag_g] = np.einsum("rhsi,rhis->rh", g, xg)
-        gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ np.swapaxes(xg[:, :, D:, :], -1, -2))).reshape(r, H, D2)
+        gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ xg[:, :, D:, :].swapaxes(-1, -2))).reshape(r, H, D2)
         S[:, H:2 * H, 2 * H:] = gA
-        S[:, 2 * H:, H:2 * H] = np.swapaxes(gA, 1, 2)
+        S[:, 2 * H:, H:2 * H] = gA.swapaxes(1, 2)
         v2 = (v * v)[:, :, None]
         # Σ_h v_h² (X_h[a,c] SQ_h[b,d] + SK_h[a,c] Z_h[b,d]) and Σ_h v_h² Y_h[a,d] N_h[c,b], at [(a,b),(c,d)]
-        T = (np.swapaxes(np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1), 1, 2)
+        T = (np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1).swapaxes(1, 2)
              @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
         T = T.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4)
-        Ty = (np.swapaxes(v2 * Y.reshape(r, H, D2), 1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
+        Ty = ((v2 * Y.reshape(r, H, D2)).swapaxes(1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
         T = (T + Ty + Ty.transpose(0, 3, 4, 1, 2)).reshape(r, D2, D2)
-        S[:, 2 * H:, 2 * H:] = np.swapaxes(Nf, 1, 2) @ Nf + T
+        S[:, 2 * H:, 2 * H:] = Nf.swapaxes(1, 2) @ Nf + T
         # C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w)); F = (I + C S)⁻¹ C
         cdiag = self._cw[None] * c[:, None]
         CS = S[:, self._swap] * cdiag[:, :, None]
@@ -490,17 +490,17 @@ class SeparateHeadsNewton:
         Ginv, g, Nf, F, Kv, Qv = self._work
         r = rhs.shape[0]
         rv = rhs[:, :H]
-        yp = np.swapaxes(Ginv @ np.swapaxes(rhs[:, H:].reshape(r, H, -1, 2 * D), -1, -2), -1, -2)  # B0⁻¹ on pieces
+        yp = (Ginv @ rhs[:, H:].reshape(r, H, -1, 2 * D).swapaxes(-1, -2)).swapaxes(-1, -2)  # B0⁻¹ on pieces
         Kv = Kv.reshape(r, -1, D)
         Qv = Qv.reshape(r, -1, D)
-        s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + np.swapaxes(yp[..., :D].reshape(r, -1, D), 1, 2) @ Qv
-               + np.swapaxes(Kv, 1, 2) @ yp[..., D:].reshape(r, -1, D))
+        s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + yp[..., :D].reshape(r, -1, D).swapaxes(1, 2) @ Qv
+               + Kv.swapaxes(1, 2) @ yp[..., D:].reshape(r, -1, D))
         s_g = (g * yp).sum((-1, -2))
         z = (F @ np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1)[:, :, None])[:, :, 0]
         Zm = z[:, 2 * H:].reshape(r, D, D)
         w_v = z[:, :H] + (Nf[:, 0] @ z[:, 2 * H:, None])[:, :, 0]
-        wp = z[:, H:2 * H, None, None] * g + np.concatenate([Qv @ np.swapaxes(Zm, 1, 2), Kv @ Zm], -1).reshape(g.shape)
-        xp = yp - np.swapaxes(Ginv @ np.swapaxes(wp, -1, -2), -1, -2)
+        wp = z[:, H:2 * H, None, None] * g + np.concatenate([Qv @ Zm.swapaxes(1, 2), Kv @ Zm], -1).reshape(g.shape)
+        xp = yp - (Ginv @ wp.swapaxes(-1, -2)).swapaxes(-1, -2)
         return np.concatenate([rv - w_v, xp.reshape(r, -1)], 1)
 
 
