@@ -417,10 +417,16 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         conv = np.zeros(act.size, bool)
         n_iter = np.zeros(act.size, int)
         c_col = c[:, None]
-        inv_scale = 1.0 / (atol_w + rtol_col * np.abs(y_pred))
+        inv_scale = np.abs(y_pred)
+        inv_scale *= rtol_col
+        inv_scale += atol_w
+        np.divide(1.0, inv_scale, out=inv_scale)
         dn_old = None
         for it in range(_NEWTON_MAXITER):
-            dy = newton.solve(c_col * fun(t_new, y) - psi - d)
+            res = np.multiply(c_col, fun(t_new, y))
+            res -= psi
+            res -= d
+            dy = newton.solve(res)
             work.nfev += act.size
             work.nsolve += act.size
             q = dy * inv_scale
@@ -465,7 +471,11 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 ne[halve] = 0
         account()
         # the local error; rejected steps shrink
-        e = d * (ERRk / (atol_w + rtol_col * np.abs(y)))
+        e = np.abs(y)
+        e *= rtol_col
+        e += atol_w
+        np.divide(ERRk, e, out=e)
+        e *= d
         err = np.sqrt(np.einsum("rn,rn->r", e, e) * inv_sizes)
         safety = safety_of[n_iter]
         acc = conv & (err <= 1.0)

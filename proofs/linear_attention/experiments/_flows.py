@@ -499,9 +499,15 @@ class SeparateHeadsNewton:
         z = (F @ np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1)[:, :, None])[:, :, 0]
         Zm = z[:, 2 * H:].reshape(r, D, D)
         w_v = z[:, :H] + (Nf[:, 0] @ z[:, 2 * H:, None])[:, :, 0]
-        wp = z[:, H:2 * H, None, None] * g + np.concatenate([Qv @ Zm.swapaxes(1, 2), Kv @ Zm], -1).reshape(g.shape)
-        xp = yp - (Ginv @ wp.swapaxes(-1, -2)).swapaxes(-1, -2)
-        return np.concatenate([rv - w_v, xp.reshape(r, -1)], 1)
+        wp = np.empty(g.shape)
+        wq = wp.reshape(r, -1, 2 * D)
+        np.matmul(Qv, Zm.swapaxes(1, 2), out=wq[..., :D])
+        np.matmul(Kv, Zm, out=wq[..., D:])
+        wp += z[:, H:2 * H, None, None] * g
+        out = np.empty_like(rhs)
+        np.subtract(rv, w_v, out=out[:, :H])
+        np.subtract(yp, (Ginv @ wp.swapaxes(-1, -2)).swapaxes(-1, -2), out=out[:, H:].reshape(yp.shape))
+        return out
 
 
 def _loss_of(lam, N: int, H: int, R: int, B: int):
