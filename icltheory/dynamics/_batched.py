@@ -376,6 +376,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 break
             t, h, Dw, kr, fc, fresh, ne, crate = w["t"], w["h"], w["D"], w["k"], w["fc"], w["fr"], w["ne"], w["cr"]
             atol_w, rtol_w, sizes_w, ntol_w = w["atol"], w["rtol"], w["sizes"], w["ntol"]
+            D_next = np.empty_like(Dw)  # the differences after a step every row accepts (then swapped)
             rtol_col, inv_sizes = rtol_w[:, None], 1.0 / sizes_w
             bw = bound[act]
             next_rec = np.where(w["ir"] < rec.size, rec[np.minimum(w["ir"], max(rec.size - 1, 0))], np.inf) \
@@ -499,7 +500,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             steps_w[ai] += 1
             fresh[ai] = False
             ne[ai] += 1
-            Dk = _UPD[kc] @ Dw[ai]
+            Dk = np.matmul(_UPD[kc], Dw, out=D_next) if all_acc else _UPD[kc] @ Dw[aidx]
             h_used = t_rows - t_old
             # records and events from the dense output of the step just taken (order k, the
             # differences at the new point before any change of step size)
@@ -576,7 +577,11 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                     orders_changed = True
                 h[ga] *= factor
                 ne[ga] = 0
-            Dw[ai] = Dk
+            if all_acc:
+                D_next, Dw = Dw, Dk
+                w["D"] = Dw
+            else:
+                Dw[aidx] = Dk
             at_bound = (t_rows >= bw[ai]).any()
             if control is not None and (ev_changed or at_bound) and control(rows, t_rows, w["ev"][ai]):
                 recheck = True
