@@ -288,8 +288,9 @@ class SeparateHeadsNewton:
                       np.zeros((rows, m, m)), np.zeros((rows, H, R, D)), np.zeros((rows, H, R, D)))
         self._eye2D = np.eye(2 * D)
         self._eye_m = np.eye(m)
-        self._diag_v = (np.arange(H), np.arange(H))
-        self._diag_g = (H + np.arange(H), H + np.arange(H))
+        # the diagonals of S's v–v and g–g blocks, in C S's order of rows (see factor)
+        self._diag_v = (H + np.arange(H), np.arange(H))
+        self._diag_g = (np.arange(H), H + np.arange(H))
         # C S (C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w))) is S's rows with the first two blocks
         # swapped, times C's nonzero entries; F = (I + CS)⁻¹C is the inverse's columns so swapped,
         # times the same entries
@@ -447,28 +448,32 @@ class SeparateHeadsNewton:
         SK = Kt @ K
         SQ = Qt @ Q
         m, D2 = self.m, D * D
-        S = np.zeros((r, m, m))
-        S[(slice(None),) + self._diag_v] = 1.0
+        # S = UᵀB₀⁻¹U, assembled with its first two blocks of rows swapped (as C S has them): rows
+        # H..2H the v rows, rows 0..H the g rows
+        CS = np.zeros((r, m, m))
+        CS[(slice(None),) + self._diag_v] = 1.0
         Nf = Nh.reshape(r, H, D2)
-        S[:, :H, 2 * H:] = Nf
-        S[:, 2 * H:, :H] = Nf.swapaxes(1, 2)
-        S[(slice(None),) + self._diag_g] = np.einsum("rhsi,rhis->rh", g, xg)
+        CS[:, H:2 * H, 2 * H:] = Nf
+        CS[:, 2 * H:, :H] = Nf.swapaxes(1, 2)
+        CS[(slice(None),) + self._diag_g] = np.einsum("rhsi,rhis->rh", g, xg)
         gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ xg[:, :, D:, :].swapaxes(-1, -2))).reshape(r, H, D2)
-        S[:, H:2 * H, 2 * H:] = gA
-        S[:, 2 * H:, H:2 * H] = gA.swapaxes(1, 2)
+        CS[:, :H, 2 * H:] = gA
+        CS[:, 2 * H:, H:2 * H] = gA.swapaxes(1, 2)
         v2 = (v * v)[:, :, None]
         # Σ_h v_h² (X_h[a,c] SQ_h[b,d] + SK_h[a,c] Z_h[b,d]) and Σ_h v_h² Y_h[a,d] N_h[c,b], at [(a,b),(c,d)]
-        T = (np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1).swapaxes(1, 2)
-             @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
-        T = T.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4)
+        T1 = (np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1).swapaxes(1, 2)
+              @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
         Ty = ((v2 * Y.reshape(r, H, D2)).swapaxes(1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
-        T = (T + Ty + Ty.transpose(0, 3, 4, 1, 2)).reshape(r, D2, D2)
-        S[:, 2 * H:, 2 * H:] = Nf.swapaxes(1, 2) @ Nf + T
+        T = np.add(T1.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4), Ty, out=np.empty((r, D, D, D, D)))
+        T += Ty.transpose(0, 3, 4, 1, 2)
+        np.add(Nf.swapaxes(1, 2) @ Nf, T.reshape(r, D2, D2), out=CS[:, 2 * H:, 2 * H:])
         # C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w)); F = (I + C S)⁻¹ C
         cdiag = self._cw[None] * c[:, None]
-        CS = S[:, self._swap] * cdiag[:, :, None]
-        inv, ok2 = _inverses(self._eye_m + CS)
-        F = inv[:, :, self._swap] * cdiag[:, None, :]
+        CS *= cdiag[:, :, None]
+        CS += self._eye_m
+        inv, ok2 = _inverses(CS)
+        F = inv[:, :, self._swap]
+        F *= cdiag[:, None, :]
         vv = v[:, :, None, None]
         Ginv_w, g_w, Nf_w, F_w, Kv_w, Qv_w = self._work
         Ginv_w[pos] = Ginv
