@@ -363,13 +363,18 @@ class SeparateHeadsNewton:
         """τẏ of the rows: v̇_h = Σ_{p∈h} K_pEQ_pᵀ, K̇_p = v_hEQ_p, Q̇_p = v_hEᵀK_p."""
         v, K, Q, M = self.parts(y)
         E = self.L2 - self.W * M
-        D = self.D
+        H, D = self.H, self.D
         r = y.shape[0]
-        KE = K.reshape(r, -1, D) @ E
-        QEt = Q.reshape(r, -1, D) @ E.swapaxes(1, 2)
-        gv = (KE * Q.reshape(r, -1, D)).sum(-1).reshape(r, self.H, -1).sum(-1)
-        pieces = np.concatenate([QEt, KE], axis=-1).reshape(r, self.H, -1) * v[:, :, None]
-        return np.concatenate([gv, pieces.reshape(r, -1)], axis=1)
+        Kf, Qf = K.reshape(r, -1, D), Q.reshape(r, -1, D)
+        KE = Kf @ E
+        QEt = Qf @ E.swapaxes(1, 2)
+        out = np.empty(y.shape)
+        (KE * Qf).sum(-1).reshape(r, H, -1).sum(-1, out=out[:, :H])
+        pieces = out[:, H:].reshape(K.shape[:-1] + (2 * D,))
+        vv = v[:, :, None, None]
+        np.multiply(QEt.reshape(K.shape), vv, out=pieces[..., :D])
+        np.multiply(KE.reshape(K.shape), vv, out=pieces[..., D:])
+        return out
 
     def select(self, rows, cols=None) -> None:
         """The working rows of the next factorisations and solves, on the columns ``cols`` of a
