@@ -500,7 +500,8 @@ class SeparateHeadsNewton:
         Ginv, g, Nf, F, Kv, Qv = self._work
         r = rhs.shape[0]
         rv = rhs[:, :H]
-        yp = (Ginv @ rhs[:, H:].reshape(r, H, -1, 2 * D).swapaxes(-1, -2)).swapaxes(-1, -2)  # B0⁻¹ on pieces
+        GinvT = Ginv.swapaxes(-1, -2)
+        yp = rhs[:, H:].reshape(r, H, -1, 2 * D) @ GinvT  # B0⁻¹ on pieces
         Kv = Kv.reshape(r, -1, D)
         Qv = Qv.reshape(r, -1, D)
         s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + yp[..., :D].reshape(r, -1, D).swapaxes(1, 2) @ Qv
@@ -516,7 +517,7 @@ class SeparateHeadsNewton:
         wp += z[:, H:2 * H, None, None] * g
         out = np.empty_like(rhs)
         np.subtract(rv, w_v, out=out[:, :H])
-        np.subtract(yp, (Ginv @ wp.swapaxes(-1, -2)).swapaxes(-1, -2), out=out[:, H:].reshape(yp.shape))
+        np.subtract(yp, wp @ GinvT, out=out[:, H:].reshape(yp.shape))
         return out
 
 
