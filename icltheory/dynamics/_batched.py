@@ -95,10 +95,13 @@ def batch_work(steps, *, fun_cost, factor_cost, solve_cost) -> float:
 def _newton_basis(s: np.ndarray) -> np.ndarray:
     """C_j(s) = s(s+1)…(s+j−1)/j!, j = 0..5 (the Newton backward-difference basis): shape
     np.shape(s) + (6,)."""
-    out = np.empty(np.shape(s) + (_K,))
+    s = np.asarray(s, float)
+    out = np.empty(s.shape + (_K,))
     out[..., 0] = 1.0
+    shifted = s[..., None] + _J[:-1]  # s + (j − 1), j = 1..5
     for j in range(1, _K):
-        out[..., j] = out[..., j - 1] * (s + (j - 1)) / j
+        np.multiply(out[..., j - 1], shifted[..., j - 1], out=out[..., j])
+        out[..., j] /= j
     return out
 
 
