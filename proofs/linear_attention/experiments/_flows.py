@@ -425,7 +425,7 @@ class SeparateHeadsNewton:
 
     def factor(self, pos, _t, y, c) -> np.ndarray:
         """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
-        H, R, D = self.H, self.R, self.D
+        H, D = self.H, self.D
         r = pos.size
         if self.dense:
             n = y.shape[1]
