@@ -95,10 +95,13 @@ def batch_work(steps, *, fun_cost, factor_cost, solve_cost) -> float:
 def _newton_basis(s: np.ndarray) -> np.ndarray:
     """C_j(s) = s(s+1)…(s+j−1)/j!, j = 0..5 (the Newton backward-difference basis): shape
     np.shape(s) + (6,)."""
-    out = np.empty(np.shape(s) + (_K,))
+    s = np.asarray(s, float)
+    out = np.empty(s.shape + (_K,))
     out[..., 0] = 1.0
+    shifted = s[..., None] + _J[:-1]  # s + (j − 1), j = 1..5
     for j in range(1, _K):
-        out[..., j] = out[..., j - 1] * (s + (j - 1)) / j
+        np.multiply(out[..., j - 1], shifted[..., j - 1], out=out[..., j])
+        out[..., j] /= j
     return out
 
 
@@ -201,11 +204,13 @@ def _root(f: Callable[[float], float], a: float, b: float, fa: float, fb: float)
     return b
 
 
-def _update_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Per order k, the map of an accepted step on the differences, D' = A_k D + b_k d:
-    ∇^j y_{n+1} = d + Σ_{j≤i≤k} ∇^i y_n (j ≤ k), ∇^{k+1} y_{n+1} = d, ∇^{k+2} y_{n+1} = d − ∇^{k+1} y_n."""
-    A = np.zeros((_K, MAX_ORDER + 3, MAX_ORDER + 3))
-    b = np.zeros((_K, MAX_ORDER + 3))
+def _update_tables() -> np.ndarray:
+    """Per order k, the map of an accepted step on the differences and the corrector's difference
+    d (kept after them, :data:`_D_ROW`), D' = A_k D + b_k d: ∇^j y_{n+1} = d + Σ_{j≤i≤k} ∇^i y_n
+    (j ≤ k), ∇^{k+1} y_{n+1} = d, ∇^{k+2} y_{n+1} = d − ∇^{k+1} y_n; as one matrix [A_k b_k] (its
+    last row zero)."""
+    A = np.zeros((_K, MAX_ORDER + 4, MAX_ORDER + 4))
+    b = A[:, :, _D_ROW]
     for k in range(1, _K):
         for j in range(k + 1):
             A[k, j, j:k + 1] = 1.0
@@ -215,10 +220,12 @@ def _update_tables() -> tuple[np.ndarray, np.ndarray]:
         b[k, k + 2] = 1.0
         for j in range(k + 3, MAX_ORDER + 3):
             A[k, j, j] = 1.0
-    return A, b
+    return A
 
 
-_UPD_A, _UPD_B = _update_tables()
+#: where each row's array of differences keeps the corrector's difference d of the step being taken
+_D_ROW = MAX_ORDER + 3
+_UPD = _update_tables()
 
 
 def _rescale_matrices(order: np.ndarray, ratio: np.ndarray) -> np.ndarray:
@@ -296,7 +303,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
     # the full state of every row (the working set's copies are written back when it changes)
     t_f = np.zeros(B)
     h_f = np.broadcast_to(np.asarray(first_step, float), (B,)).copy()
-    D_f = np.zeros((B, MAX_ORDER + 3, n))
+    D_f = np.zeros((B, MAX_ORDER + 4, n))  # the differences, then d (_D_ROW)
     D_f[:, 0] = y0
     D_f[:, 1] = h_f[:, None] * np.asarray(fun(t_f, y0))
     k_f = np.ones(B, int)
@@ -318,13 +325,12 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
     w: dict = {}
 
     last = [0, 0, 0, 0]  # the counters at the last accounting
+    unit = [0.0, 0.0, 0.0]  # a row's right-hand side, factorisation and solve at the working set's width
 
     def account() -> None:  # the work since the last accounting, at the current width's costs
-        width = n if cols is None else len(cols)
-        fc_ = fun_cost(width) if callable(fun_cost) else fun_cost
         now_ = (work.iterations, work.nfev, work.nfactor, work.nsolve)
-        work.flops += ((now_[0] - last[0]) * ITERATION_OVERHEAD + (now_[1] - last[1]) * fc_
-                       + (now_[2] - last[2]) * newton.factor_cost + (now_[3] - last[3]) * newton.solve_cost)
+        work.flops += ((now_[0] - last[0]) * ITERATION_OVERHEAD + (now_[1] - last[1]) * unit[0]
+                       + (now_[2] - last[2]) * unit[1] + (now_[3] - last[3]) * unit[2])
         last[:] = now_
 
     cols: np.ndarray | None = None  # the working columns (None: all)
@@ -336,7 +342,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         if cols is None:
             D_f[act] = w["D"]
         else:
-            D_f[np.ix_(act, np.arange(MAX_ORDER + 3), cols)] = w["D"]
+            D_f[np.ix_(act, np.arange(MAX_ORDER + 4), cols)] = w["D"]
 
     recheck = True
     steps_w = np.zeros(0, int)
@@ -359,18 +365,21 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 if new_cols is None:
                     w["D"], w["atol"] = D_f[act], atol_f[act]
                 else:
-                    w["D"] = D_f[np.ix_(act, np.arange(MAX_ORDER + 3), new_cols)]
+                    w["D"] = D_f[np.ix_(act, np.arange(MAX_ORDER + 4), new_cols)]
                     w["atol"] = atol_f[np.ix_(act, new_cols)]
                 if not (new_cols is None and cols is None) and (
                         new_cols is None or cols is None or not np.array_equal(new_cols, cols)):
                     w["fc"][:] = np.nan  # the factorisations were for other columns
                 cols = new_cols
                 newton.select(act, cols)
+                width = n if cols is None else len(cols)
+                unit[:] = (fun_cost(width) if callable(fun_cost) else fun_cost, newton.factor_cost, newton.solve_cost)
                 steps_w = np.zeros(act.size, int)
             if not act.size:
                 break
             t, h, Dw, kr, fc, fresh, ne, crate = w["t"], w["h"], w["D"], w["k"], w["fc"], w["fr"], w["ne"], w["cr"]
             atol_w, rtol_w, sizes_w, ntol_w = w["atol"], w["rtol"], w["sizes"], w["ntol"]
+            D_next = np.empty_like(Dw)  # the differences after a step every row accepts (then swapped)
             rtol_col, inv_sizes = rtol_w[:, None], 1.0 / sizes_w
             bw = bound[act]
             next_rec = np.where(w["ir"] < rec.size, rec[np.minimum(w["ir"], max(rec.size - 1, 0))], np.inf) \
@@ -406,15 +415,22 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         # convergence is judged from the contraction rate: measured from the second iteration on,
         # before that the row's last measured rate (so a corrector can converge in one iteration)
         y = y_pred.copy()
-        d = np.zeros_like(y)
+        d = Dw[:, _D_ROW]
+        d[...] = 0.0
         live = fc == c
         conv = np.zeros(act.size, bool)
         n_iter = np.zeros(act.size, int)
         c_col = c[:, None]
-        inv_scale = 1.0 / (atol_w + rtol_col * np.abs(y_pred))
+        inv_scale = np.abs(y_pred)
+        inv_scale *= rtol_col
+        inv_scale += atol_w
+        np.divide(1.0, inv_scale, out=inv_scale)
         dn_old = None
         for it in range(_NEWTON_MAXITER):
-            dy = newton.solve(c_col * fun(t_new, y) - psi - d)
+            res = np.multiply(c_col, fun(t_new, y))
+            res -= psi
+            res -= d
+            dy = newton.solve(res)
             work.nfev += act.size
             work.nsolve += act.size
             q = dy * inv_scale
@@ -459,7 +475,11 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 ne[halve] = 0
         account()
         # the local error; rejected steps shrink
-        e = d * (ERRk / (atol_w + rtol_col * np.abs(y)))
+        e = np.abs(y)
+        e *= rtol_col
+        e += atol_w
+        np.divide(ERRk, e, out=e)
+        e *= d
         err = np.sqrt(np.einsum("rn,rn->r", e, e) * inv_sizes)
         safety = safety_of[n_iter]
         acc = conv & (err <= 1.0)
@@ -483,7 +503,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             steps_w[ai] += 1
             fresh[ai] = False
             ne[ai] += 1
-            Dk = _UPD_A[kc] @ Dw[ai] + _UPD_B[kc][:, :, None] * d[ai][:, None, :]
+            Dk = np.matmul(_UPD[kc], Dw, out=D_next) if all_acc else _UPD[kc] @ Dw[aidx]
             h_used = t_rows - t_old
             # records and events from the dense output of the step just taken (order k, the
             # differences at the new point before any change of step size)
@@ -560,7 +580,11 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                     orders_changed = True
                 h[ga] *= factor
                 ne[ga] = 0
-            Dw[ai] = Dk
+            if all_acc:
+                D_next, Dw = Dw, Dk
+                w["D"] = Dw
+            else:
+                Dw[aidx] = Dk
             at_bound = (t_rows >= bw[ai]).any()
             if control is not None and (ev_changed or at_bound) and control(rows, t_rows, w["ev"][ai]):
                 recheck = True

@@ -281,8 +281,22 @@ class SeparateHeadsNewton:
         self.L2 = np.diag(lam**2)
         m = 2 * H + D * D
         self.m = m
+        # per row: the heads' block inverses, g_p, the heads' Gram matrices Σ_p K_pᵀQ_p, the m×m
+        # correction, v_h K_p and v_h Q_p (rank Rmax; the working rows' copies, on their rank's
+        # pieces, are written back when the working set changes)
         self._full = (np.zeros((rows, H, 2 * D, 2 * D)), np.zeros((rows, H, R, 2 * D)), np.zeros((rows, 1, H, D * D)),
-                      np.zeros((rows, m, m)), np.zeros((rows, H)), np.zeros((rows, H, R, 2 * D)))
+                      np.zeros((rows, m, m)), np.zeros((rows, H, R, D)), np.zeros((rows, H, R, D)))
+        self._eye2D = np.eye(2 * D)
+        self._eye_m = np.eye(m)
+        # the diagonals of S's v–v and g–g blocks, in C S's order of rows (see factor)
+        self._diag_v = (H + np.arange(H), np.arange(H))
+        self._diag_g = (np.arange(H), H + np.arange(H))
+        # C S (C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w))) is S's rows with the first two blocks
+        # swapped, times C's nonzero entries; F = (I + CS)⁻¹C is the inverse's columns so swapped,
+        # times the same entries
+        self._swap = np.concatenate([np.arange(H, 2 * H), np.arange(H), np.arange(2 * H, m)])
+        self._cw = np.concatenate([-np.ones(2 * H), self.w])
+        self._dirty = np.zeros(0, bool)  # the working rows factorised since the last select
         self._heads = {r: np.repeat(np.arange(H), r) for r in range(1, R + 1)}
         n = H + 2 * H * R * D
         self.dense = n <= self.DENSE_MAX
@@ -342,33 +356,55 @@ class SeparateHeadsNewton:
         D = self.D
         K, Q = pc[..., :D], pc[..., D:]
         r = y.shape[0]
-        M = np.swapaxes((v[:, :, None, None] * K).reshape(r, -1, D), 1, 2) @ Q.reshape(r, -1, D)
+        M = (v[:, :, None, None] * K).reshape(r, -1, D).swapaxes(1, 2) @ Q.reshape(r, -1, D)
         return v, K, Q, M
 
     def field(self, y):
         """τẏ of the rows: v̇_h = Σ_{p∈h} K_pEQ_pᵀ, K̇_p = v_hEQ_p, Q̇_p = v_hEᵀK_p."""
         v, K, Q, M = self.parts(y)
         E = self.L2 - self.W * M
-        D = self.D
+        H, D = self.H, self.D
         r = y.shape[0]
-        KE = K.reshape(r, -1, D) @ E
-        QEt = Q.reshape(r, -1, D) @ np.swapaxes(E, 1, 2)
-        gv = (KE * Q.reshape(r, -1, D)).sum(-1).reshape(r, self.H, -1).sum(-1)
-        pieces = np.concatenate([QEt, KE], axis=-1).reshape(r, self.H, -1) * v[:, :, None]
-        return np.concatenate([gv, pieces.reshape(r, -1)], axis=1)
+        Kf, Qf = K.reshape(r, -1, D), Q.reshape(r, -1, D)
+        KE = Kf @ E
+        QEt = Qf @ E.swapaxes(1, 2)
+        out = np.empty(y.shape)
+        (KE * Qf).sum(-1).reshape(r, H, -1).sum(-1, out=out[:, :H])
+        pieces = out[:, H:].reshape(K.shape[:-1] + (2 * D,))
+        vv = v[:, :, None, None]
+        np.multiply(QEt.reshape(K.shape), vv, out=pieces[..., :D])
+        np.multiply(KE.reshape(K.shape), vv, out=pieces[..., D:])
+        return out
 
     def select(self, rows, cols=None) -> None:
         """The working rows of the next factorisations and solves, on the columns ``cols`` of a
         rank-R state (None: rank Rmax)."""
+        if self._dirty.any():  # the factorisations made since the last select, kept in the full layout
+            done = np.flatnonzero(self._dirty)
+            back = self.rows[done]
+            if self.dense:
+                # zero on the padded pieces (a row's padded components are zero and must stay so
+                # when a wider working layout solves with it)
+                keep = self.columns(self.R)
+                full = np.zeros((done.size,) + self._dense_full.shape[1:])
+                full[:, :, keep[:, None], keep[None, :]] = self._dense_work[done]
+                self._dense_full[back] = full
+            else:
+                for i, (whole, work) in enumerate(zip(self._full, self._work)):
+                    if i in (1, 4, 5):
+                        whole[back, :, :self.R] = work[done]
+                    else:
+                        whole[back] = work[done]
         self.rows = rows
         self.R = self.Rmax if cols is None else self.rank_of(len(cols))
         R = self.R
+        self._dirty = np.zeros(rows.size, bool)
         if self.dense:  # the rows' inverses on the working layout's columns
             keep = self.columns(R)
             self._dense_work = self._dense_full[rows][:, :, keep[:, None], keep[None, :]]
             return
-        Ginv, g, Nf, F, v, PC = (a[rows] for a in self._full)
-        self._work = (Ginv, g[:, :, :R].copy(), Nf, F, v, PC[:, :, :R].copy())
+        Ginv, g, Nf, F, Kv, Qv = (a[rows] for a in self._full)
+        self._work = (Ginv, g[:, :, :R].copy(), Nf, F, Kv[:, :, :R].copy(), Qv[:, :, :R].copy())
 
     def dense_jacobian(self, y) -> np.ndarray:
         """J (r, n, n) of the rows' states y (r, n) of rank R = :meth:`rank_of`: the analytic
@@ -389,69 +425,69 @@ class SeparateHeadsNewton:
 
     def factor(self, pos, _t, y, c) -> np.ndarray:
         """Factorise I − cJ(y) for the working rows at positions ``pos``; per row: not singular."""
-        H, R, D = self.H, self.R, self.D
+        H, D = self.H, self.D
         r = pos.size
         if self.dense:
             n = y.shape[1]
             Mx = np.eye(n) - c[:, None, None] * self.dense_jacobian(y)
             inv, ok = _inverses(Mx)
-            # kept in the full layout, zero on the padded pieces (a row's padded components are
-            # zero and must stay so when a wider working layout solves with it)
-            keep = self.columns(R)
-            full = np.zeros((r, 2) + self._dense_full.shape[2:])
-            full[:, 0, keep[:, None], keep[None, :]] = inv
-            full[:, 1, keep[:, None], keep[None, :]] = Mx
-            self._dense_full[self.rows[pos]] = full
-            self._dense_work[pos] = np.stack([inv, Mx], 1)
+            self._dense_work[pos, 0] = inv
+            self._dense_work[pos, 1] = Mx
+            self._dirty[pos] = True
             return ok
         v, K, Q, M = self.parts(y)
-        pc = y[:, H:].reshape(r, H, R, 2 * D)
         E = self.L2 - self.W * M
         A = (c[:, None] * v)[:, :, None, None] * E[:, None]
         G = np.zeros((r, H, 2 * D, 2 * D))
         G[..., :D, D:] = -A
-        G[..., D:, :D] = -np.swapaxes(A, -1, -2)
-        G += np.eye(2 * D)
+        G[..., D:, :D] = -A.swapaxes(-1, -2)
+        G += self._eye2D
         Ginv, ok = _inverses(G.reshape(r * H, 2 * D, 2 * D))
         Ginv = Ginv.reshape(r, H, 2 * D, 2 * D)
         ok = ok.reshape(r, H).all(1)
         X, Y, Z = Ginv[..., :D, :D], Ginv[..., :D, D:], Ginv[..., D:, D:]
-        g = np.concatenate([Q @ np.swapaxes(E, 1, 2)[:, None], K @ E[:, None]], axis=-1)  # (EQ_p, EᵀK_p)
-        xg = Ginv @ np.swapaxes(g, -1, -2)  # (r, H, 2D, R)
-        Kt, Qt = np.swapaxes(K, -1, -2), np.swapaxes(Q, -1, -2)
+        g = np.concatenate([Q @ E.swapaxes(1, 2)[:, None], K @ E[:, None]], axis=-1)  # (EQ_p, EᵀK_p)
+        xg = Ginv @ g.swapaxes(-1, -2)  # (r, H, 2D, R)
+        Kt, Qt = K.swapaxes(-1, -2), Q.swapaxes(-1, -2)
         Nh = Kt @ Q
         SK = Kt @ K
         SQ = Qt @ Q
         m, D2 = self.m, D * D
-        S = np.zeros((r, m, m))
-        S[:, np.arange(H), np.arange(H)] = 1.0
+        # S = UᵀB₀⁻¹U, assembled with its first two blocks of rows swapped (as C S has them): rows
+        # H..2H the v rows, rows 0..H the g rows
+        CS = np.zeros((r, m, m))
+        CS[(slice(None),) + self._diag_v] = 1.0
         Nf = Nh.reshape(r, H, D2)
-        S[:, :H, 2 * H:] = Nf
-        S[:, 2 * H:, :H] = np.swapaxes(Nf, 1, 2)
-        S[:, H + np.arange(H), H + np.arange(H)] = np.einsum("rhsi,rhis->rh", g, xg)
-        gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ np.swapaxes(xg[:, :, D:, :], -1, -2))).reshape(r, H, D2)
-        S[:, H:2 * H, 2 * H:] = gA
-        S[:, 2 * H:, H:2 * H] = np.swapaxes(gA, 1, 2)
+        CS[:, H:2 * H, 2 * H:] = Nf
+        CS[:, 2 * H:, :H] = Nf.swapaxes(1, 2)
+        CS[(slice(None),) + self._diag_g] = np.einsum("rhsi,rhis->rh", g, xg)
+        gA = (v[:, :, None, None] * (xg[:, :, :D, :] @ Q + Kt @ xg[:, :, D:, :].swapaxes(-1, -2))).reshape(r, H, D2)
+        CS[:, :H, 2 * H:] = gA
+        CS[:, 2 * H:, H:2 * H] = gA.swapaxes(1, 2)
         v2 = (v * v)[:, :, None]
         # Σ_h v_h² (X_h[a,c] SQ_h[b,d] + SK_h[a,c] Z_h[b,d]) and Σ_h v_h² Y_h[a,d] N_h[c,b], at [(a,b),(c,d)]
-        T = (np.swapaxes(np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1), 1, 2)
-             @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
-        T = T.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4)
-        Ty = (np.swapaxes(v2 * Y.reshape(r, H, D2), 1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
-        T = (T + Ty + Ty.transpose(0, 3, 4, 1, 2)).reshape(r, D2, D2)
-        S[:, 2 * H:, 2 * H:] = np.swapaxes(Nf, 1, 2) @ Nf + T
+        T1 = (np.concatenate([v2 * X.reshape(r, H, D2), v2 * SK.reshape(r, H, D2)], 1).swapaxes(1, 2)
+              @ np.concatenate([SQ.reshape(r, H, D2), Z.reshape(r, H, D2)], 1))
+        Ty = ((v2 * Y.reshape(r, H, D2)).swapaxes(1, 2) @ Nf).reshape(r, D, D, D, D).transpose(0, 1, 4, 3, 2)
+        T = np.add(T1.reshape(r, D, D, D, D).transpose(0, 1, 3, 2, 4), Ty, out=np.empty((r, D, D, D, D)))
+        T += Ty.transpose(0, 3, 4, 1, 2)
+        np.add(Nf.swapaxes(1, 2) @ Nf, T.reshape(r, D2, D2), out=CS[:, 2 * H:, 2 * H:])
         # C = blockdiag([[0, −cI], [−cI, 0]], c·diag(w)); F = (I + C S)⁻¹ C
-        cdiag = np.concatenate([np.ones((r, 2 * H)), self.w[None] * np.ones((r, 1))], 1) * c[:, None]
-        CS = np.concatenate([-S[:, H:2 * H], -S[:, :H], S[:, 2 * H:]], 1) * cdiag[:, :, None]
-        inv, ok2 = _inverses(np.eye(m) + CS)
-        F = np.concatenate([-inv[:, :, H:2 * H], -inv[:, :, :H], inv[:, :, 2 * H:]], 2) * cdiag[:, None, :]
-        rows = self.rows[pos]
-        for i, (full, work, new) in enumerate(zip(self._full, self._work, (Ginv, g, Nf[:, None], F, v, pc))):
-            if i in (1, 5):
-                full[rows, :, :R] = new
-            else:
-                full[rows] = new
-            work[pos] = new
+        cdiag = self._cw[None] * c[:, None]
+        CS *= cdiag[:, :, None]
+        CS += self._eye_m
+        inv, ok2 = _inverses(CS)
+        F = inv[:, :, self._swap]
+        F *= cdiag[:, None, :]
+        vv = v[:, :, None, None]
+        Ginv_w, g_w, Nf_w, F_w, Kv_w, Qv_w = self._work
+        Ginv_w[pos] = Ginv
+        g_w[pos] = g
+        Nf_w[pos] = Nf[:, None]
+        F_w[pos] = F
+        Kv_w[pos] = vv * K
+        Qv_w[pos] = vv * Q
+        self._dirty[pos] = True
         return ok & ok2
 
     def solve(self, rhs):
@@ -461,22 +497,28 @@ class SeparateHeadsNewton:
             x = (inv @ rhs[:, :, None])[:, :, 0]
             return x + (inv @ (rhs - (Mx @ x[:, :, None])[:, :, 0])[:, :, None])[:, :, 0]
         H, D = self.H, self.D
-        Ginv, g, Nf, F, v, pc = self._work
+        Ginv, g, Nf, F, Kv, Qv = self._work
         r = rhs.shape[0]
         rv = rhs[:, :H]
-        yp = np.swapaxes(Ginv @ np.swapaxes(rhs[:, H:].reshape(r, H, -1, 2 * D), -1, -2), -1, -2)  # B0⁻¹ on pieces
-        vv = v[:, :, None, None]
-        Kv = (vv * pc[..., :D]).reshape(r, -1, D)
-        Qv = (vv * pc[..., D:]).reshape(r, -1, D)
-        s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + np.swapaxes(yp[..., :D].reshape(r, -1, D), 1, 2) @ Qv
-               + np.swapaxes(Kv, 1, 2) @ yp[..., D:].reshape(r, -1, D))
+        GinvT = Ginv.swapaxes(-1, -2)
+        yp = rhs[:, H:].reshape(r, H, -1, 2 * D) @ GinvT  # B0⁻¹ on pieces
+        Kv = Kv.reshape(r, -1, D)
+        Qv = Qv.reshape(r, -1, D)
+        s_A = ((rv[:, None, :] @ Nf[:, 0]).reshape(r, D, D) + yp[..., :D].reshape(r, -1, D).swapaxes(1, 2) @ Qv
+               + Kv.swapaxes(1, 2) @ yp[..., D:].reshape(r, -1, D))
         s_g = (g * yp).sum((-1, -2))
         z = (F @ np.concatenate([rv, s_g, s_A.reshape(r, D * D)], 1)[:, :, None])[:, :, 0]
         Zm = z[:, 2 * H:].reshape(r, D, D)
         w_v = z[:, :H] + (Nf[:, 0] @ z[:, 2 * H:, None])[:, :, 0]
-        wp = z[:, H:2 * H, None, None] * g + np.concatenate([Qv @ np.swapaxes(Zm, 1, 2), Kv @ Zm], -1).reshape(g.shape)
-        xp = yp - np.swapaxes(Ginv @ np.swapaxes(wp, -1, -2), -1, -2)
-        return np.concatenate([rv - w_v, xp.reshape(r, -1)], 1)
+        wp = np.empty(g.shape)
+        wq = wp.reshape(r, -1, 2 * D)
+        np.matmul(Qv, Zm.swapaxes(1, 2), out=wq[..., :D])
+        np.matmul(Kv, Zm, out=wq[..., D:])
+        wp += z[:, H:2 * H, None, None] * g
+        out = np.empty_like(rhs)
+        np.subtract(rv, w_v, out=out[:, :H])
+        np.subtract(yp, wp @ GinvT, out=out[:, H:].reshape(yp.shape))
+        return out
 
 
 def _loss_of(lam, N: int, H: int, R: int, B: int):
