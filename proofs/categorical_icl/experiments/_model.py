@@ -286,6 +286,18 @@ def _outer(a, b, mean: bool, xp=NUMPY):
     return xp.swapaxes(a.reshape(-1, a.shape[-1]), 0, 1) @ b.reshape(-1, b.shape[-1]) / a.shape[0]
 
 
+def _score_grads(kind: str, dg, q, k, xp=NUMPY):
+    """The gradients of the queries (B, T, r) and keys (B, N, r) from ``dg``, the scores'
+    gradient (B, T, N), for a head of ``kind``."""
+    if kind in _BILINEAR_KINDS:
+        return dg @ k, xp.swapaxes(dg, 1, 2) @ q
+    if kind in ("rbf", "softmax_negsq"):
+        return (-2.0 * q * xp.sum(dg, -1)[:, :, None] + 2.0 * dg @ k,
+                -2.0 * k * xp.sum(dg, 1)[:, :, None] + 2.0 * xp.swapaxes(dg, 1, 2) @ q)
+    sgn = xp.sign(q[:, :, None, :] - k[:, None, :, :])  # laplacian
+    return -xp.einsum("bji,bjir->bjr", dg, sgn), xp.einsum("bji,bjir->bir", dg, sgn)
+
+
 def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = False,
                    query_only: bool = False):
     """The head's parameter gradients and its input's gradient (B, T, D) from ``dout``, the
@@ -314,16 +326,7 @@ def _head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: bool = 
     a, q, k = c["a"], c["q"], c["k"]
     da = dout @ xp.swapaxes(val, 1, 2)  # (B,T,N)
     dg = _dscores(head.kind, a, da, N, xp)
-    if head.kind in ("linear", "exp", "softmax"):
-        dq = dg @ k
-        dk = xp.swapaxes(dg, 1, 2) @ q
-    elif head.kind in ("rbf", "softmax_negsq"):
-        dq = -2.0 * q * xp.sum(dg, -1)[:, :, None] + 2.0 * dg @ k
-        dk = -2.0 * k * xp.sum(dg, 1)[:, :, None] + 2.0 * xp.swapaxes(dg, 1, 2) @ q
-    else:  # laplacian
-        sgn = xp.sign(q[:, :, None, :] - k[:, None, :, :])
-        dq = -xp.einsum("bji,bjir->bjr", dg, sgn)
-        dk = xp.einsum("bji,bjir->bir", dg, sgn)
+    dq, dk = _score_grads(head.kind, dg, q, k, xp)
     if not head.frozen:
         grads["Q"] = _outer(dq, Hq, mean, xp)
         grads["K"] = _outer(dk, Hc, mean, xp)
@@ -355,14 +358,7 @@ def _query_head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: b
         # dimension of 1 cost ten times as much in numpy)
         dH[:, :N] = xp.stack([a[:, 0], dg[:, 0]], 2) @ xp.stack([e[:, 0], c["w"][:, 0]], 1)
     else:
-        k = c["k"]
-        if head.kind in ("rbf", "softmax_negsq"):
-            dq = -2.0 * q * xp.sum(dg, -1)[:, :, None] + 2.0 * dg @ k
-            dk = -2.0 * k * xp.sum(dg, 1)[:, :, None] + 2.0 * xp.swapaxes(dg, 1, 2) @ q
-        else:  # laplacian
-            sgn = xp.sign(q[:, :, None, :] - k[:, None, :, :])
-            dq = -xp.einsum("bji,bjir->bjr", dg, sgn)
-            dk = xp.einsum("bji,bjir->bir", dg, sgn)
+        dq, dk = _score_grads(head.kind, dg, q, c["k"], xp)
         if not head.frozen:
             grads["K"] = _outer(dk, Hc, mean, xp)
         dH[:, :N] = xp.einsum("bn,bd->bnd", a[:, 0], e[:, 0]) + _rows(dk, head.K)
