@@ -87,14 +87,10 @@ def _suggest(head: str, word: str, choices: Sequence[str], fallback: str) -> str
 
 
 def _all_options(parser: argparse.ArgumentParser) -> list[str]:
-    opts: set[str] = set()
-    stack = [parser]
-    while stack:
-        p = stack.pop()
-        for action in p._actions:
-            opts.update(o for o in action.option_strings if o.startswith("--"))
-            if isinstance(action, argparse._SubParsersAction):
-                stack.extend(action.choices.values())
+    """The long options of ``parser`` and of every command under it."""
+    opts = set(_own_options(parser))
+    for sub in _subparsers(parser).values():
+        opts.update(_all_options(sub))
     return sorted(opts)
 
 
