@@ -251,6 +251,17 @@ def _flat_grads(g, xp):
     return out
 
 
+def _catgd_case(seed: int, kinds):
+    """A random categorical-ICL model with the given head kinds per block (d = 3, d' = 2,
+    C = 5), 4 prompts of N = 6 context tokens, their labels and target distributions."""
+    rng = np.random.default_rng(seed)
+    lay, C, N, B = cat_model.layout(3, 2), 5, 6, 4
+    model = _catgd_random_model(rng, kinds, lay, C)
+    X = rng.standard_normal((B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    return model, X, y, cat_model.softmax(rng.standard_normal((B, C)), -1)
+
+
 @pytest.mark.parametrize("kinds", [(("linear", "softmax"), ("exp", "softmax_negsq")),
                                    (("rbf", "laplacian"), ("softmax", "delta"))])
 def test_catgd_forward_backward_torch_matches_numpy(kinds):
@@ -258,12 +269,7 @@ def test_catgd_forward_backward_torch_matches_numpy(kinds):
     kind, on both backends: the same logits, loss and per-prompt gradients."""
     tb = _torch_or_skip()
     nb = NumpyBackend()
-    rng = np.random.default_rng(8)
-    lay, C, N, B = cat_model.layout(3, 2), 5, 6, 4
-    model = _catgd_random_model(rng, kinds, lay, C)
-    X = rng.standard_normal((B, N + 1, lay.d))
-    y = rng.integers(0, C, (B, N))
-    target = cat_model.softmax(rng.standard_normal((B, C)), -1)
+    model, X, y, target = _catgd_case(8, kinds)
     res = []
     for xp in (nb, tb):
         m, Xb, yb, tg = _catgd_on(xp, model), xp.asarray(X), xp.asindex(y), xp.asarray(target)
@@ -289,12 +295,7 @@ def test_catgd_query_row_block_torch_matches_numpy(kind, mean):
     as its first head, on both backends: the same logits and gradients, per prompt and averaged."""
     tb = _torch_or_skip()
     nb = NumpyBackend()
-    rng = np.random.default_rng(9)
-    lay, C, N, B = cat_model.layout(3, 2), 5, 6, 4
-    model = _catgd_random_model(rng, (("softmax", "rbf"), (kind, "softmax")), lay, C)
-    X = rng.standard_normal((B, N + 1, lay.d))
-    y = rng.integers(0, C, (B, N))
-    target = cat_model.softmax(rng.standard_normal((B, C)), -1)
+    model, X, y, target = _catgd_case(9, (("softmax", "rbf"), (kind, "softmax")))
     res = []
     for xp in (nb, tb):
         m, Xb, yb, tg = _catgd_on(xp, model), xp.asarray(X), xp.asindex(y), xp.asarray(target)
