@@ -574,11 +574,11 @@ def test_data_move_claim_and_negative_control():
 
 
 def test_branch_and_bound_certifies_a_candidate_below_the_closed_form():
-    """At n=4, d=3, R=1 (15 000 boxes at most — with the independent check of the certificate
+    """At n=4, d=3, R=1 (5 000 boxes at most — with the independent check of the certificate
     within the quick profile's budget; the search stops once its bound is ≤ 1.6) the
     certificate is below 3.25: a candidate of 1.6 is proved although the closed-form bound
     could not prove it."""
-    v = _run("softmaxreg.candidate", {"candidate": "1.6", "bnb_boxes": 15_000})
+    v = _run("softmaxreg.candidate", {"candidate": "1.6", "bnb_boxes": 5_000})
     assert v.verdict == "holds"
     lo, up = v.measured["certified_band"]
     assert 0.25831 < lo < up < 1.6
@@ -661,9 +661,10 @@ def test_eigen_box_bound_encloses_the_pencil_on_random_boxes(n):
 
 
 def test_eigen_box_bound_encloses_the_pencil_at_five_logits():
-    """The same enclosure check at n = 5, where the target patch has 8 corners and the entries
-    are combined per corner from forms computed once per box (the split into a target-free part
-    and one part per target entry), at both ends t = 1 and t = 1/ν of the patch's scaling."""
+    """The same enclosure check at n = 5, where the target patch is a grid of 27 points (the
+    corners of its 8 half-width sub-patches) and the entries are combined per point from forms
+    computed once per box (the split into a target-free part and one part per target entry), at
+    both ends t = 1 and t = 1/ν of each sub-patch's scaling."""
     from proofs.softmax_regression.theory import _bnb as bnb
 
     pb = bnb._EigenProblem(5, 1.0)
@@ -701,6 +702,48 @@ def test_eigen_box_bound_encloses_the_pencil_at_five_logits():
     assert psi(x[None])[0] > corner_max * (1 + 1e-3)  # the interior beats the corners
     ub1 = pb.upper(lo1[None], hi1[None], threshold=0.0)[0][0]
     assert psi(grid).max() <= ub1 * (1 + 1e-12)
+
+
+def test_a_sub_patchs_interior_above_every_grid_point_is_enclosed(monkeypatch):
+    """Both the branch and bound's box bound and the independent checker's enclosure cover a
+    target patch whose supremum lies at the centre of one of its sub-patches, above every point
+    of the grid (the patch's ends and middles): that part of the sphere is reached only through
+    the sub-patch's scaling t ≤ 1/ν.  With the scaling dropped (t = 1), either side's bound
+    falls below the supremum."""
+    import itertools
+
+    from icltheory.core._claim import source_edit
+    from proofs.softmax_regression.theory import _bnb as bnb
+
+    pb = bnb._EigenProblem(5, 1.0)
+
+    def psi(pts):
+        f, c, _ = pb._points(pts)
+        lam = np.linalg.eigvalsh(pb.Gih @ bnb._numeric_K(pb.d_num, f, c) @ pb.Gih)
+        return np.maximum(lam[:, -1], -lam[:, 0])
+
+    # logits at a maximiser's, its target at the centre of the lower sub-patch of each free
+    # coordinate (c_1 = −1 is the face)
+    x = np.array([0.1272, 0.8455, 0.0, 0.0, -0.3047, -1.0, 0.4349, 0.4349])
+    free = [4, 6, 7]
+    lo, hi = x.copy(), x.copy()
+    lo[free], hi[free] = x[free] - 0.125, x[free] + 0.375
+    grid = np.repeat(x[None], 27, axis=0)
+    grid[:, free] = lo[free] + 0.25 * np.array(list(itertools.product(range(3), repeat=3)))
+    sup = psi(x[None])[0]
+    assert sup > psi(grid).max() * (1 + 1e-3)
+    dom = bnb._domain(pb, "normalized", 5, 1.0, pb.rho)
+    assert pb.upper(lo[None], hi[None], threshold=0.0)[0][0] >= sup
+    assert dom.enclose(lo[None], hi[None])[0] >= sup
+    # the same bounds without the scaling: below the supremum
+    monkeypatch.setattr(bnb._EigenProblem, "_target_grid", source_edit(
+        "t = np.where(nu > 0, _up(1.0 / np.where(nu > 0, nu, 1.0)), np.inf)",
+        "t = np.ones(B)")(bnb._EigenProblem._target_grid))
+    monkeypatch.setattr(type(dom), "_target_grid", staticmethod(source_edit(
+        "nu[v] = np.minimum(nu[v], nu_s)", "nu[v] = np.minimum(nu[v], 1.0)")(
+        type(dom)._target_grid)))
+    assert pb.upper(lo[None], hi[None], threshold=0.0)[0][0] < sup
+    assert dom.enclose(lo[None], hi[None])[0] < sup
 
 
 def test_target_split_reassembles_the_pencil_entries():

@@ -13,11 +13,13 @@ grows with every $g_k$, and $N(g)\ge g_k\sqrt{(k+1)(n-k-1)/n}$, so the regions a
 $[0,G_k]$ per gap with $G_k^2(k+1)(n-k-1)\ge n\rho^2$ (checked exactly) times the $2m$ faces
 $c_j=\pm1$.  A box is outside iff $N$ at its lower corner exceeds $\rho$ (exact rationals).
 
-Enclosure of $\psi$ on a box.  The target patch by convexity: $K$ is affine in $b$, so
-$\max|\lambda(K,G)|$ is convex in $b$, and every $b(c)$ of the patch is $t\,y$ with $y$ a convex
-combination of the corners' unit targets and $t\in[1,1/\nu]$ ($\nu\le\langle w,y\rangle/
-\lVert w\rVert$ for a fixed $w$): the bound is the largest over the vertices $t\,u_v$,
-$t\in\{1,1/\nu\}$.  Over the gaps, at each vertex: $Q^\top KQ=U^\top\operatorname{diag}(\delta)U$,
+Enclosure of $\psi$ on a box.  The target patch by convexity: halved along each coordinate with
+a range, it is the union of sub-patches, each the hull of its corners (the patch's $3^k$ grid
+points: ends and middles); $K$ is affine in $b$, so $\max|\lambda(K,G)|$ is convex in $b$, and
+every $b(c)$ of a sub-patch is $t\,y$ with $y$ a convex combination of its corners' unit targets
+and $t\in[1,1/\nu]$ ($\nu\le\langle w,y\rangle/\lVert w\rVert$ for a fixed $w$): the bound is
+the largest over the grid points $u_v$ at $t=1$ and at the largest $1/\nu$ of the sub-patches
+$u_v$ is a corner of.  Over the gaps, at each vertex: $Q^\top KQ=U^\top\operatorname{diag}(\delta)U$,
 $U=TE\,Q$ ($Q$ the float eigenbasis of the pencil at the box centre, its departure from
 $G$-orthonormality bounded: $|\lambda(K,G)|\le\max|\lambda(Q^\top KQ)|/(1-\lVert Q^\top GQ-I
 \rVert_F)$), each entry enclosed by second-order Taylor models in $g$ (:mod:`._taylor`) and by
@@ -232,10 +234,11 @@ class SoftmaxPencil:
     def enclose(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Upper bounds of ψ on the boxes (rows of lo, hi), +inf where undecided.
 
-        The target patch by convexity: every b(c), c in the box, is t·y with y a convex
-        combination of the corners' unit targets u_v and t = 1/‖y‖ ∈ [1, 1/ν] (ν ≤ ⟨w, y⟩/‖w‖
-        for a fixed w), K is affine in b and max|λ| convex in it, so ψ on the box is at most
-        the largest over the vertices t·u_v, t ∈ {1, 1/ν}, of ψ's sup over the gaps.  Over
+        The target patch by convexity (:meth:`_target_grid`): every b(c) of one of the
+        sub-patches that halve the box's target coordinates is t·y with y a convex combination
+        of the sub-patch corners' unit targets u_v and t = 1/‖y‖ ∈ [1, 1/ν], K is affine in b and
+        max|λ| convex in it, so ψ on the box is at most the largest over the grid points u_v,
+        at t = 1 and at the largest 1/ν of their sub-patches, of ψ's sup over the gaps.  Over
         the gaps: in the float eigenbasis Q of the pencil at the box centre, QᵀKQ =
         Uᵀdiag(δ)U with U = TE·Q and δ_k = α_k + β_k (α free of b, β linear in it), so at a
         vertex t·u the entries are A_ij + t·C_ij(u), A_ij = Σ_k α_k U_ki U_kj and
@@ -257,30 +260,62 @@ class SoftmaxPencil:
             U_tm = _te_q(f_tm, Q)
             U_iv = _te_q(f_iv, Q)
             A, W = self._entry_forms(f_tm, U_tm)
-            wb = [Iv(w[:, k]) for k in range(m)]
-            wnorm = _bnorm(wb)
-            flat = clo == chi
+            points, nu = self._target_grid(clo, chi)
             out = np.full(B, -np.inf)
-            nu = np.full(B, np.inf)
-            corners = []
-            for bits in range(2 ** m):
-                take = np.array([(bits >> k) & 1 for k in range(m)], bool)
-                need = ~np.any(flat & take[None, :], axis=1)  # a fixed coordinate: one end
-                if not np.any(need):
-                    continue
-                cv = np.where(take[None, :], chi, clo)
-                u = _unit_target([Iv(cv[:, k]) for k in range(m)])
-                nu = np.where(need, np.minimum(nu, (_bdot(wb, u) / wnorm).lo), nu)
-                corners.append((need, u))
-            nu_ok = nu > 0
-            inv_nu = Iv(np.where(nu_ok, nu, 1.0)).recip()
-            for need, u in corners:
+            for u, nu_p in zip(points, nu):
                 C = self._target_forms(f_tm, W, u)
-                for t in (None, inv_nu):
+                t_end = Iv(np.where(nu_p > 0, nu_p, 1.0)).recip()
+                for t in (None, t_end):
                     cp = u if t is None else [uk * t for uk in u]
-                    vb = self._vertex_bound(A, C, t, f_iv, U_iv, cp, eta)
-                    out = np.where(need, np.maximum(out, vb), out)
-        return np.where(nu_ok & np.isfinite(out), out, np.inf)
+                    out = np.maximum(out, self._vertex_bound(A, C, t, f_iv, U_iv, cp, eta))
+                out = np.where(nu_p > 0, out, np.inf)
+        return np.where(np.isfinite(out), out, np.inf)
+
+    @staticmethod
+    def _target_grid(clo: np.ndarray, chi: np.ndarray) -> tuple[list, list]:
+        """The target patch [clo, chi] (B, m) as the union of the sub-patches that halve each
+        coordinate with a range: their corners are the 3^k grid points (k the most such
+        coordinates of a box; a box with fewer repeats points).  Returns per grid point its
+        c' (Intervals) and a float ν with 0 < ν ≤ ‖y‖ for every convex combination y of the
+        unit targets of the corners of any sub-patch it belongs to (ν ≤ 0: not bounded), so
+        that every b of those sub-patches is t·y with y such a combination and t ∈ [1, 1/ν]."""
+        B, m = clo.shape
+        # per box the coordinates with a range first; a fixed one contributes one value
+        slots = np.argsort(clo == chi, axis=1, kind="stable")
+        k = int(np.max(np.sum(clo < chi, axis=1))) if B else 0
+        rows = np.arange(B)[:, None]
+        cols = slots[:, :k]
+        a, b = clo[rows, cols], chi[rows, cols]
+        half = np.clip(0.5 * (a + b), a, b)  # one float cut per slot, shared by both halves
+
+        def place(vals: np.ndarray) -> np.ndarray:
+            c = clo.copy()
+            c[rows, cols] = vals
+            return c
+
+        def digits(v: int) -> list[int]:
+            return [(v // 3 ** j) % 3 for j in range(k)]
+
+        grid = []
+        for v in range(3 ** k):
+            d = np.array(digits(v))
+            vals = np.where(d == 0, a, np.where(d == 1, half, b))
+            c = place(vals)
+            grid.append(_unit_target([Iv(c[:, i]) for i in range(m)]))
+        nu = [np.full(B, np.inf) for _ in grid]
+        for s in range(2 ** k):
+            low = np.array([(s >> j) & 1 == 0 for j in range(k)])
+            sa, sb = np.where(low, a, half), np.where(low, half, b)
+            w = [Iv(x) for x in place(0.5 * (sa + sb)).T]  # any fixed w serves: ‖y‖ ≥ ⟨w, y⟩/‖w‖
+            wn = _bnorm(w)
+            members = [sum(((((s >> j) & 1) + ((e >> j) & 1)) * 3 ** j) for j in range(k))
+                       for e in range(2 ** k)]
+            nu_s = np.full(B, np.inf)
+            for v in members:
+                nu_s = np.minimum(nu_s, (_bdot(w, grid[v]) / wn).lo)
+            for v in members:
+                nu[v] = np.minimum(nu[v], nu_s)
+        return grid, nu
 
     def _basis(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
         """Float eigenbasis Q (B, m, m) of the pencil at points, columns by increasing

@@ -36,21 +36,23 @@ def search_iterations(n: int, d: int) -> int:
     return int(min(150, max(25, 150 * base / cost)))
 
 
-#: flop-equivalents the branch and bound may use by default, per profile (the standard profile's
-#: resolves the 1.10 band at n = 4, R = 1 for both losses with room to spare; the quick
-#: profile's is small — 2857 boxes at n = 4 — but runs it, and the check of its certificate,
-#: at every profile)
-BNB_WORK = {"quick": 5e8, "standard": 1.5e10, "thorough": 3e11}
+#: flop-equivalents the branch and bound may use by default, per loss and profile (the standard
+#: profile's resolves the 1.10 band at n = 4, R = 1 for the normalized loss with room to spare;
+#: the quick profile's is small — 2800 boxes of the normalized loss at n = 4 — but runs it, and
+#: the check of its certificate, at every profile)
+BNB_WORK = {"normalized": {"quick": 1.4e9, "standard": 1.5e10, "thorough": 3e11},
+            "rescaled": {"quick": 5e8, "standard": 1.5e10, "thorough": 3e11}}
 BNB_MAX_BOXES = 5_000_000
 
 
 def bnb_box_work(n: int, loss: str = "normalized") -> float:
     """≈ flop-equivalents of one branch-and-bound box, averaged over a run (2.5e9 per second of
-    one core of the project machine): measured ≈ 70, 200, 480 µs per box at n = 4, 5, 6 for
-    the normalized loss's eigen bound (×2.8 per logit: 2^{n−2} target corners and ~n³
-    second-order products) and ≈ 10, 27, 38 µs for the rescaled loss's ratio form."""
+    one core of the project machine): measured ≈ 150, 400, 840 µs per box at n = 4, 5, 6 for
+    the normalized loss's eigen bound on a machine slower than that (×2.1–2.7 per logit: 3^{n−2}
+    points of the target grid and ~n³ second-order products), and ≈ 10, 27, 38 µs for the
+    rescaled loss's ratio form."""
     n = max(int(n), 2)
-    sec = 70e-6 * 2.8 ** (n - 4) if loss == "normalized" else 10e-6 * 2.0 ** (n - 4)
+    sec = 200e-6 * 2.4 ** (n - 4) if loss == "normalized" else 10e-6 * 2.0 ** (n - 4)
     return 2.5e9 * sec
 
 
@@ -74,7 +76,7 @@ def bnb_default_boxes(n: int, profile: str, loss: str = "normalized") -> int:
     from icltheory.core import BUDGETS
 
     by_memory = (0.9 * BUDGETS[profile][1] - BNB_BASE_BYTES) / bnb_box_bytes(n)
-    return int(min(BNB_MAX_BOXES, by_memory, BNB_WORK[profile] / bnb_box_work(n, loss) * (1 + 1e-12)))
+    return int(min(BNB_MAX_BOXES, by_memory, BNB_WORK[loss][profile] / bnb_box_work(n, loss) * (1 + 1e-12)))
 
 
 @dataclass(frozen=True, kw_only=True)

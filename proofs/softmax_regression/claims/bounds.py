@@ -446,9 +446,9 @@ class CandidateClaim(_SoftmaxClaim):
         # a candidate just above the witness makes the branch and bound cut boxes tight
         # around the maximum, where a slightly low enclosure turns into a false bound
         certified_slip("exp_low", {"n": 3, "R": 1.0, "candidate": "0.3042",
-                                   "bnb_boxes": 200_000}, standard=True),
+                                   "bnb_boxes": 40_000}, standard=True),
         certified_slip("no_remainder", {"n": 3, "R": 3.0, "candidate": "3.2325",
-                                        "bnb_boxes": 300_000}, standard=True),
+                                        "bnb_boxes": 40_000}, standard=True),
     )
 
     def undecidable(self, s):

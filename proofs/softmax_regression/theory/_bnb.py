@@ -10,7 +10,7 @@ for the normalized loss shifts of $z$, $v$ and $b$ along $\mathbf 1$):
   is covered exactly by boxes in sphere coordinates — the sorted logits $z_0\ge\dots\ge
   z_{n-1}=0$ from a radius $r\le\rho=R^2$ (their centred norm) and a direction on a face of a
   cube, the target $b\perp\mathbf 1$ on the unit sphere from a face of another cube — and
-  :class:`_EigenProblem` bounds a box by the target patch's corners (convexity in $b$) and
+  :class:`_EigenProblem` bounds a box by a grid on the target patch (convexity in $b$) and
   second-order forms over the logits;
 * normalized, ``method="ratio"``: $z_0\ge\dots\ge z_{n-1}=0$ in a box of the centred-norm ball
   and $v$ with $v_{n-1}=0$ on a face $v_i=1$ of the cube $[-1,1]^{n-1}$ ($\psi$ is
@@ -403,16 +403,20 @@ class _EigenProblem:
 
     Per box:
 
-    * the target patch is reduced to its corners: the face box is the hull of its 2^k
-      sub-faces F_v (its k = ``corner_dims`` widest coordinates at one end each), so every b on
-      the patch is y/‖y‖ with y a convex combination of points b_v ∈ b(F_v) and
-      ‖y‖ ≥ ν (ν ≤ ⟨b̂, b⟩ on every sub-face, b̂ the unit centre); K is affine in b and
-      λ_max(±K, G) convex, so with t = 1/‖y‖ ∈ [1, 1/ν], K(f, b) = Σ_v λ_v K(f, t·b_v) and
-      the bound is the largest over the sub-faces and over the two ends t = 1 and t = 1/ν
-      (convex in t; 1/ν rounded up) with c' ∈ t·b(F_v) (the excess is second order in the
-      corner coordinates' widths, first order in the others'); the entries are affine in b,
-      A_ij + Σ_l b_l X^l_ij (:meth:`_target_split`), so their forms are computed once per box
-      and each corner and end is a linear combination of them (:func:`_combine`, :func:`_affine`);
+    * the target patch is reduced to a grid (:meth:`_target_grid`): cut in half along each of
+      its k = m − 1 free coordinates, it is the union of 2^k sub-patches, and the face box of
+      each is the hull of its corners, so every b on sub-patch s is y/‖y‖ with y a convex
+      combination of its corners' unit targets b_v and ‖y‖ ≥ ν_s (ν_s ≤ ⟨b̂_s, b_v⟩ at every
+      corner, b̂_s the unit target of its centre); K is affine in b and λ_max(±K, G) convex,
+      so with t = 1/‖y‖ ∈ [1, 1/ν_s], K(f, b) = Σ_v λ_v K(f, t·b_v), and the bound over s is
+      the largest over its corners and over the two ends t = 1 and t = 1/ν_s (convex in t).
+      The sub-patches' corners are the 3^k points of the grid (each coordinate's two ends and
+      its middle); a point that is a corner of several sub-patches is taken at t = 1 and at the
+      largest of their 1/ν_s (rounded up), which covers each of them by convexity in t.  The
+      excess over the patch is second order in its widths; halving them inside the box costs
+      only linear combinations: the entries are affine in b, A_ij + Σ_l b_l X^l_ij
+      (:meth:`_target_split`), so their forms are computed once per box and each grid point
+      and end is a linear combination of them (:func:`_combine`, :func:`_affine`);
     * over the logits, every entry of QᵀKQ (Q the G-orthonormal eigenbasis of K at the box
       centre — float, its departure from orthonormality bounded) is enclosed by a second-order
       form in g (:class:`~icltheory.bounds._interval.Quad`: the softmax relative to the largest
@@ -422,8 +426,9 @@ class _EigenProblem:
 
     ``upper`` also returns split scores: per gap, the first-order sensitivity of the extreme
     diagonal entries to it plus the forms' remainder spread over the gaps by width² (the
-    remainder comes from the gaps alone: the target enters through the corners); per target
-    coordinate, the corners' spread along it, damped by ``target_split_weight``."""
+    remainder comes from the gaps alone: the target enters through the grid); per target
+    coordinate, the spread between the grid's two ends along it, damped by
+    ``target_split_weight``."""
 
     def __init__(self, n: int, rho: float):
         self.n, self.rho, self.m = n, rho, n - 1
@@ -435,7 +440,7 @@ class _EigenProblem:
         self.D = 2 * m
         self.gmax = self._gmax()
         # split widths: the gaps in absolute terms (e^{−g} is what the bound resolves), the
-        # target coordinates over twice their range (tuned: the corners resolve them well)
+        # target coordinates over twice their range (tuned: the grid resolves them well)
         self.scale = np.concatenate([np.ones(m), np.full(m, 4.0)])
 
     # ------------------------------------------------------------------ domain
@@ -564,33 +569,51 @@ class _EigenProblem:
                 N2 = sq if N2 is None else N2 + sq
         return N2 / n
 
-    #: target coordinates taken at both ends (corners); the others stay intervals
-    corner_dims = 16
+    def _target_grid(self, lo, hi):
+        """The target patch (the face box's free coordinates, all but the first flat one) on a
+        grid of three values per free coordinate — its two ends and its middle — read as the
+        corners of the patch's 2^k half-width sub-patches (k = m − 1).  Returns the grid
+        points' unit targets (3^k lists of Intervals, point v = Σ_j d_j 3^j with digit d_j the
+        level of free coordinate j), per point the largest 1/ν_s (rounded up; +inf where some
+        ν_s ≤ 0) over the sub-patches s it is a corner of, ν_s ≤ ⟨b̂_s, u⟩ over the corners u
+        of s (b̂_s the unit target of its centre), and the box columns of the free coordinates
+        (B, k)."""
+        import itertools
 
-    def _corners(self, lo, hi):
-        """Per box the target face split at its ``corner_dims`` widest free coordinates: the
-        2^k sub-faces (each those coordinates at one end, the rest its interval) as (lo, hi)
-        pairs (B, m), and the box columns of the coordinates taken at both ends (B, k)."""
-        m, B = self.m, len(lo)
+        m, n, B = self.m, self.n, len(lo)
         clo, chi = lo[:, m:], hi[:, m:]
         cf = np.argmax(clo == chi, axis=1)
-        free = np.array([np.where(j >= cf, j + 1, j) for j in range(m - 1)], dtype=int)
-        free = free.T.reshape(B, m - 1)
-        rows = np.arange(B)
-        k = min(self.corner_dims, m - 1)
-        wid = (chi - clo)[rows[:, None], free]
-        ends = free[rows[:, None], np.argsort(-wid, axis=1, kind="stable")[:, :k]]
-        out = []
-        for v in range(2 ** k):
-            a, b = clo.copy(), chi.copy()
-            for j in range(k):
-                col = ends[:, j]
-                if (v >> j) & 1:
-                    a[rows, col] = chi[rows, col]
-                else:
-                    b[rows, col] = clo[rows, col]
-            out.append((a, b))
-        return out, ends
+        k = m - 1
+        free = np.array([np.where(j >= cf, j + 1, j) for j in range(k)], dtype=int).T.reshape(B, k)
+        rows = np.arange(B)[:, None]
+        flo, fhi = clo[rows, free], chi[rows, free]
+        fmid = 0.5 * (flo + fhi)
+        levels = (flo, fmid, fhi, 0.5 * (flo + fmid), 0.5 * (fmid + fhi))  # ends, middle, quarters
+
+        def unit(digits) -> list:
+            c = clo.copy()
+            for j, d in enumerate(digits):
+                c[rows[:, 0], free[:, j]] = levels[d][:, j]
+            return self._unit([Interval(c[:, i]) for i in range(m)])
+
+        points = list(itertools.product(range(3), repeat=k))  # digit j of point v: v // 3^j % 3
+        points = [p[::-1] for p in points]  # so that index v = Σ_j d_j 3^j
+        units = [unit(p) for p in points]
+        tmax = [np.ones(B) for _ in points]
+        for s in itertools.product((0, 1), repeat=k):
+            centre = unit([3 + sj for sj in s])  # the sub-patch's centre: the quarter points
+            members = [sum((sj + e) * 3 ** j for j, (sj, e) in enumerate(zip(s, es)))
+                       for es in itertools.product((0, 1), repeat=k)]
+            nu = np.full(B, np.inf)
+            for v in members:
+                dot = centre[0] * units[v][0]
+                for i in range(1, n):
+                    dot = dot + centre[i] * units[v][i]
+                nu = np.minimum(nu, dot.lo)
+            t = np.where(nu > 0, _up(1.0 / np.where(nu > 0, nu, 1.0)), np.inf)
+            for v in members:
+                tmax[v] = np.maximum(tmax[v], t)
+        return units, tmax, free
 
     @staticmethod
     def _unit(c: list) -> list:
@@ -608,7 +631,7 @@ class _EigenProblem:
         δ_k = α_k + β_k with α_k = f_k(2f_k − ‖f‖²) and β_k = f_k(⟨f, b⟩ − b_k) =
         Σ_l b_l f_k(f_l − [l = k]), so entry_ij = A_ij + Σ_l b_l X^l_ij with A_ij = Σ_k α_k W_ijk,
         X^l_ij = f_l(S_ij − W_ijl) and S_ij = Σ_k f_k W_ijk (W_ijk = u^i_k u^j_k).  Computed once
-        per box, so that each target corner costs only a linear combination."""
+        per box, so that each target grid point costs only a linear combination."""
         n = len(f)
         f2 = f[0].square()
         for k in range(1, n):
@@ -624,9 +647,9 @@ class _EigenProblem:
             X[key] = [f[l] * (S - Wk[l]) for l in range(n)]
         return A, X
 
-    #: the weight of the corners' spread in a target coordinate's split score (tuned at n = 5:
-    #: 0.3 resolved the band in about half the boxes of 1, and 0.1 or 3 in more)
-    target_split_weight = 0.3
+    #: the weight of the grid's end-to-end spread in a target coordinate's split score (tuned at
+    #: n = 5: 0.15 resolved the band in 116k boxes, 0.08 in 121k and 0.3 in 169k)
+    target_split_weight = 0.15
 
     #: second-order forms only on boxes whose gaps' widths are all below this fraction of their
     #: range (on wider boxes their remainders are no better than plain intervals, at many times
@@ -708,25 +731,16 @@ class _EigenProblem:
                                    for k in range(n)]
                     Wi[i, j] = [usi[i][k].square() if i == j else usi[i][k] * usi[j][k]
                                 for k in range(n)]
-            # ---- the target patch: its corners' unit vectors b_v and t ≤ 1/ν
-            corners, cends = self._corners(lo, hi)
-            bc = self._unit([Interval(mid[:, m + k]) for k in range(m)])
+            # ---- the target patch: its grid points' unit vectors b_v, each with its t ≤ 1/ν
             if quad:
-                bvs = [self._unit([Interval(a[:, k], b[:, k]) for k in range(m)])
-                       for a, b in corners]
-                nu = np.full(B, np.inf)
-                for bv in bvs:
-                    dot = bc[0] * bv[0]
-                    for k in range(1, n):
-                        dot = dot + bc[k] * bv[k]
-                    nu = np.minimum(nu, dot.lo)
-                thi = np.where(nu > 0, _up(1.0 / np.where(nu > 0, nu, 1.0)), np.inf)
+                bvs, tvs, cends = self._target_grid(lo, hi)
+                thi = np.max(np.stack(tvs), axis=0)
             else:  # plain intervals: b over the whole patch (first order in its size)
                 bvs = [self._unit([Interval(lo[:, m + k], hi[:, m + k]) for k in range(m)])]
-                thi = np.ones(B)
-            # ---- per corner: the entries of QᵀKQ and the bound
+                thi, cends = np.ones(B), None
+            # ---- per grid point: the entries of QᵀKQ and the bound
             # the forms' remainders come from the gaps alone (the target enters through the
-            # corners): spread them over the gaps by width² (they are second order in the widths)
+            # grid): spread them over the gaps by width² (they are second order in the widths)
             wall = ((hi[:, :m] - lo[:, :m]) / self.scale[:m]) ** 2
             wall = wall / np.maximum(wall.sum(axis=1, keepdims=True), 1e-300)
             bounds, sens, cen = [], [], []
@@ -735,9 +749,7 @@ class _EigenProblem:
                 keys = list(A)
                 Af = _Forms.of([A[key] for key in keys], m)
                 Xf = _Forms.of([[X[key][l] for key in keys] for l in range(n)], m)
-                wide_t = ~np.isfinite(thi)
-                tv = np.where(wide_t, 1.0, thi)
-            for bv in bvs:
+            for v, bv in enumerate(bvs):
                 if not quad:  # b over the whole patch: c' = b's first m entries
                     dli = self.d_int(*fi, *bv[:m])
                     Mlo = np.zeros((B, m, m))
@@ -756,6 +768,8 @@ class _EigenProblem:
                     continue
                 # K is affine in the target: at c' = t·b_v the entries are A + t·C(b_v), and
                 # λ_max(±K, G) is convex in t, so t ∈ [1, 1/ν] is covered by its two ends
+                wide_t = ~np.isfinite(tvs[v])
+                tv = np.where(wide_t, 1.0, tvs[v])
                 Cf = _combine(Xf, bv)
                 sv = np.zeros((B, m))
                 best = np.full(B, -np.inf)
@@ -781,17 +795,18 @@ class _EigenProblem:
                 bounds.append(np.where(wide_t, np.inf, best))
                 sens.append(sv)
                 cen.append(np.stack(cv))
-        bounds = np.stack(bounds)  # (corners, B)
+        bounds = np.stack(bounds)  # (grid points, B)
         ub = bounds.max(axis=0)
         score = np.zeros((B, D))
         score[:, :m] = np.stack(sens)[np.argmax(bounds, axis=0), rows]
-        for j in range(cends.shape[1] if quad else 0):  # a target coordinate taken at both
-            # ends: the corners' spread along it (the extreme entries at the logits' centre),
-            # damped — the corners bound the target's patch almost exactly, so cutting it mainly
-            # helps through 1/ν and the basis, less than cutting a gap does
+        for j in range(cends.shape[1] if quad else 0):  # a free target coordinate: the spread
+            # of the extreme entries (at the logits' centre) between the patch's two ends along
+            # it, damped — the grid bounds the target's patch almost exactly, so cutting it
+            # mainly helps through 1/ν and the basis, less than cutting a gap does
             spread = np.zeros(B)
             for v in range(len(bvs)):
-                spread = np.maximum(spread, np.abs(cen[v] - cen[v ^ (1 << j)]).max(axis=0))
+                if (v // 3 ** j) % 3 == 0:
+                    spread = np.maximum(spread, np.abs(cen[v] - cen[v + 2 * 3 ** j]).max(axis=0))
             col = m + cends[:, j]
             score[rows, col] += self.target_split_weight * np.where(np.isfinite(spread), spread, 0.0)
         wscore = (hi - lo) / self.scale
