@@ -940,9 +940,9 @@ def test_branch_and_bound_stops_at_the_candidate():
 
 @pytest.mark.thorough
 def test_branch_and_bound_resolves_five_logits_and_its_certificate_checks():
-    """n = 5, R = 1: the eigen bound's split scores resolve the band to 1.10 × its best value
-    within 600 000 boxes (≈ 470 000 needed; before the scores gave the remainder to the gaps
-    alone, well over a million), and the independent checker confirms every box."""
+    """n = 5, R = 1: the eigen bound resolves the band to 1.10 × its best value within 600 000
+    boxes (≈ 116 000 needed with the target patch on a grid, ≈ 470 000 with its corners alone),
+    and the independent checker confirms every box."""
     from icltheory.certify import check_certificate
     from proofs.softmax_regression.theory import _bnb as bnb
 
@@ -957,8 +957,8 @@ def test_branch_and_bound_resolves_five_logits_and_its_certificate_checks():
 @pytest.mark.thorough
 def test_candidate_answers_outside_the_band_at_the_issues_setting():
     """R = 1, n = 4, d = 3 at the standard profile — holds/fails for every candidate
-    outside [lower, 1.10 × lower] (the 1.10 band needs ≈ 90 000 boxes, within the standard
-    profile's default budget)."""
+    outside [lower, 1.10 × lower] (the 1.10 band needs ≈ 4 700 boxes, within the standard
+    profile's default budget of 30 000)."""
     _candidate_band_sides({"n": 4, "d": 3, "R": 1}, "standard")
 
 
