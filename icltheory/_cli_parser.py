@@ -224,6 +224,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Parse a command line; a bare ``icltheory`` prints the usage and is bad input."""
     parser = build_parser()
     args, extra = parser.parse_known_args(list(argv))
+    if "--" in extra:  # the end-of-options marker itself is no argument; what follows it may be
+        extra.remove("--")
     if extra:
         raise BadInput(_unrecognized(extra, parser, args.cmd))
     if args.cmd is None:

@@ -189,6 +189,17 @@ def test_did_you_mean(args, hint, capsys):
     assert code == 2 and hint in err and err.count("\n") == 1
 
 
+def test_end_of_options_marker_is_no_argument(capsys):
+    """``--`` ends the options: it is not itself an unknown option, and what follows it is
+    read as arguments (a command that takes none names the first)."""
+    code, out, _ = _run(["list", "--"], capsys)
+    assert code == 0 and CLAIM in out
+    code, _, err = _run(["list", "--", "x"], capsys)
+    assert code == 2 and "unexpected argument 'x'" in err and err.count("\n") == 1
+    code, out, _ = _run(["describe", "--", CLAIM], capsys)
+    assert code == 0 and CLAIM in out
+
+
 def test_typo_suggests_a_few_not_all(capsys):
     code, _, err = _run(["check", "linattn.zzz"], capsys)
     assert code == 2 and err.count("linattn.") <= 4  # the name itself + at most 3 suggestions
