@@ -582,6 +582,8 @@ class _EigenProblem:
 
         m, n, B = self.m, self.n, len(lo)
         clo, chi = lo[:, m:], hi[:, m:]
+        if not np.all(np.any(clo == chi, axis=1)):  # every box lies on a face (a split keeps it)
+            raise ValueError("a target box off the faces of the cube: no coordinate is fixed")
         cf = np.argmax(clo == chi, axis=1)
         k = m - 1
         free = np.array([np.where(j >= cf, j + 1, j) for j in range(k)], dtype=int).T.reshape(B, k)
