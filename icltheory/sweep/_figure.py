@@ -195,7 +195,8 @@ def _line(fig, rows: Sequence[Row], key: str, title: str, constant: str | None) 
         ax.set_xscale("log")
     if not numeric:
         ax.set_xticks(pos, [_label(v) for v in values])
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # a panel with no plotted verdict has no legend
+        ax.legend(fontsize=7, loc="best")
     ax.grid(True, alpha=0.3)
 
 
