@@ -131,8 +131,12 @@ def _on_unraisable(unraisable: object) -> None:
     from the signal handler wherever the main thread is; landing there, it would print a
     traceback and be dropped.  It is already recorded (``_interrupted``): say nothing, and the
     command ends with the one interrupted line and exit 130 when it returns (a second Ctrl-C
-    still leaves at once).  Every other such exception goes to Python's own hook."""
-    if _interrupted and isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+    still leaves at once).  A KeyboardInterrupt from Python's own handler (a Ctrl-C before the
+    command line's was installed) is recorded the same way.  Every other such exception goes to
+    Python's own hook."""
+    global _interrupted
+    if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        _interrupted = True
         return
     sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]
 
@@ -225,14 +229,16 @@ def _keep_freed_memory() -> None:
 def entry() -> None:
     """The console script ``icltheory`` (and ``python -m icltheory``)."""
     try:  # (inside the try: a signal may arrive while the handler is being installed)
-        _one_blas_thread()
-        _portable_arithmetic()
-        _keep_freed_memory()
+        # the handlers first: the set-up below imports (ctypes), and a Ctrl-C landing in an
+        # import's lock clean-up must be recorded, not printed and dropped
         sys.unraisablehook = _on_unraisable
         try:
             signal.signal(signal.SIGINT, _on_first_interrupt)
         except (ValueError, OSError):  # pragma: no cover - not the main thread
             pass
+        _one_blas_thread()
+        _portable_arithmetic()
+        _keep_freed_memory()
         code = main()
     except KeyboardInterrupt:  # raised before main's handlers were in place
         _say("icltheory: interrupted")
