@@ -469,7 +469,9 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
 
     Boxes whose upper bound is already within ``target`` × the best value are retired (only
     the largest such bound is kept), so memory holds the unresolved frontier only; the frontier
-    is processed in chunks of ``chunk`` boxes, largest upper bound first.
+    is processed in chunks of ``chunk`` boxes, largest upper bound first; under a finite
+    ``seconds`` a chunk holds no more boxes than the time left allows at the average cost per
+    box so far (a clock cap is overrun by about one box's cost, not a chunk's).
 
     ``record`` (a dict) receives the certificate.  Boxes carry ids (the initial ones 0, 1, …;
     the halves of the s-th split ``n₀ + 2s`` (lower) and ``n₀ + 2s + 1`` (upper)):
@@ -486,6 +488,7 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     retired = -np.inf  # largest upper bound among boxes retired (resolved to the target)
     ub_all = np.full(len(lo), np.inf)  # parents' bounds (for the processing order)
     evaluated, rounds, status, polished = 0, 0, "target", 0
+    last_cost = 0.0  # seconds per box of the last round that evaluated any
     ids = np.arange(len(lo))  # box ids (the certificate's names for them)
     next_id = len(lo)
     if record is not None:
@@ -501,8 +504,16 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
         if evaluated > max_boxes:
             status = "boxes"
             break
+        n_take = chunk
+        if seconds < np.inf and evaluated:  # the last rounds sized to the time left (at the
+            # costlier of the average and the last round's cost per box: later boxes are
+            # narrower, bounded with more work), so that a clock cap is not overrun by a chunk
+            spent = time.perf_counter() - t0
+            per_box = max(spent / evaluated, last_cost)
+            n_take = int(min(chunk, max(1.0, (seconds - spent) / per_box)))
+        t_round, n_round = time.perf_counter(), evaluated
         order = np.argsort(-ub_all, kind="stable")
-        take, rest = order[:chunk], order[chunk:]
+        take, rest = order[:n_take], order[n_take:]
         clo, chi, cid = lo[take], hi[take], ids[take]
         lo, hi, ub_all, ids = lo[rest], hi[rest], ub_all[rest], ids[rest]
         if infeasible_fn is not None:
@@ -530,6 +541,7 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
         ub = np.asarray(ub, dtype=float)
         ub = np.where(np.isnan(ub), np.inf, ub)
         evaluated += len(clo)
+        last_cost = (time.perf_counter() - t_round) / max(evaluated - n_round, 1)
         live = ub >= best * (1 - 1e-9)  # below a value found: cannot hold the supremum
         done = live & (ub <= level) & ((best > 0) | (stop is not None))
         if np.any(done):
