@@ -470,8 +470,9 @@ def branch_and_bound(upper_fn: Callable, value_fn: Callable, lo: np.ndarray, hi:
     Boxes whose upper bound is already within ``target`` × the best value are retired (only
     the largest such bound is kept), so memory holds the unresolved frontier only; the frontier
     is processed in chunks of ``chunk`` boxes, largest upper bound first; under a finite
-    ``seconds`` a chunk holds no more boxes than the time left allows at the average cost per
-    box so far (a clock cap is overrun by about one box's cost, not a chunk's).
+    ``seconds`` a chunk holds no more boxes than the time left allows at the larger of the
+    average cost per box so far and the last round's (later boxes are narrower and cost more),
+    so a clock cap is overrun by about a box's cost, not a chunk's.
 
     ``record`` (a dict) receives the certificate.  Boxes carry ids (the initial ones 0, 1, …;
     the halves of the s-th split ``n₀ + 2s`` (lower) and ``n₀ + 2s + 1`` (upper)):

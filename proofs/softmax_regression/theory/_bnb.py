@@ -6,10 +6,10 @@ of $\psi$ (a simultaneous permutation of the logits, the direction and the targe
 for the normalized loss shifts of $z$, $v$ and $b$ along $\mathbf 1$):
 
 * normalized, ``method="eigen"`` (default): the sup over the direction is the largest
-  $|\lambda|$ of the pencil $(K(f,b),G)$ of :func:`._hessian.reduced_matrix`; the domain
-  is covered exactly by boxes in sphere coordinates — the sorted logits $z_0\ge\dots\ge
-  z_{n-1}=0$ from a radius $r\le\rho=R^2$ (their centred norm) and a direction on a face of a
-  cube, the target $b\perp\mathbf 1$ on the unit sphere from a face of another cube — and
+  $|\lambda|$ of the pencil $(K(f,b),G)$ of :func:`._hessian.reduced_matrix`; boxes over
+  the sorted logits by their gaps $g_k=z_k-z_{k+1}\ge0$ ($z_{n-1}=0$; a box beyond the
+  centred-norm ball $\le\rho=R^2$ dropped, one that crosses its sphere bounded whole) and the
+  target $b\perp\mathbf 1$ on the unit sphere from a face of a cube — and
   :class:`_EigenProblem` bounds a box by a grid on the target patch (convexity in $b$) and
   second-order forms over the logits;
 * normalized, ``method="ratio"``: $z_0\ge\dots\ge z_{n-1}=0$ in a box of the centred-norm ball
