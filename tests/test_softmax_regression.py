@@ -746,6 +746,97 @@ def test_a_sub_patchs_interior_above_every_grid_point_is_enclosed(monkeypatch):
     assert dom.enclose(lo[None], hi[None])[0] < sup
 
 
+def _sub_patch_scalings(clo, chi):
+    """Per box of target patches [clo, chi] (B, m; one coordinate fixed): the sub-patches that
+    halve every coordinate with a range, each as its corners' float unit targets c' (first m
+    entries of b = (c, −Σc)/‖(c, −Σc)‖) and ν_s = min over its corners u of ⟨b̂_s, u⟩, b̂_s the
+    unit target of its centre — computed here in floats, apart from either side's code."""
+    import itertools
+
+    def unit(c):
+        b = np.append(c, -c.sum())
+        return b / np.linalg.norm(b)
+
+    out = []
+    for lo, hi in zip(clo, chi):
+        free = np.flatnonzero(lo < hi)
+        mid = 0.5 * (lo + hi)
+        subs = []
+        for s in itertools.product((0, 1), repeat=len(free)):
+            slo, shi = lo.copy(), hi.copy()
+            slo[free] = np.where(np.array(s) == 0, lo[free], mid[free])
+            shi[free] = np.where(np.array(s) == 0, mid[free], hi[free])
+            corners = []
+            for e in itertools.product((0, 1), repeat=len(free)):
+                c = slo.copy()
+                c[free] = np.where(np.array(e) == 0, slo[free], shi[free])
+                corners.append(unit(c))
+            centre = unit(0.5 * (slo + shi))
+            subs.append((corners, min(float(centre @ u) for u in corners)))
+        out.append(subs)
+    return out
+
+
+def test_a_grid_point_takes_the_largest_scaling_of_its_sub_patches(monkeypatch):
+    """A grid point shared by several sub-patches is scaled up to the largest 1/ν_s among them
+    (each sub-patch's own b lie within t ≤ 1/ν_s of its corners' hull): on patches whose halves
+    differ in spread, each side's scaling at every grid point covers every sub-patch it is a
+    corner of, and a point given the smallest of them (planted on each side) does not.  The grid
+    points are matched to the sub-patches' corners by their unit targets, computed here
+    independently."""
+    from icltheory.core._claim import source_edit
+    from proofs.softmax_regression.theory import _bnb as bnb
+
+    n = 5
+    m = n - 1
+    rng = np.random.default_rng(7)
+    B = 40
+    clo = rng.uniform(-1.0, 0.6, size=(B, m))
+    chi = np.minimum(clo + rng.uniform(0.2, 1.2, size=(B, m)), 1.0)
+    face = rng.integers(0, m, B)
+    clo[np.arange(B), face] = chi[np.arange(B), face] = rng.choice([-1.0, 1.0], B)
+    lo = np.hstack([np.zeros((B, m)), clo])
+    hi = np.hstack([np.full((B, m), 0.1), chi])
+    pb = bnb._EigenProblem(n, 1.0)
+    dom = bnb._domain(pb, "normalized", n, 1.0, pb.rho)
+    needs = []  # per box: (unit target of a grid point, the scaling it needs)
+    for subs in _sub_patch_scalings(clo, chi):
+        t_need: dict = {}
+        for corners, nu_s in subs:
+            assert nu_s > 0
+            for u in corners:
+                key = tuple(np.round(u[:m], 9))
+                t_need[key] = max(t_need.get(key, 1.0), 1.0 / nu_s)
+        needs.append(t_need)
+
+    def uncovered() -> tuple[int, int]:
+        """(generator, checker): the grid points whose scaling falls short of a sub-patch's."""
+        units, tmax, _ = pb._target_grid(lo, hi)
+        points, nu = type(dom)._target_grid(clo, chi)
+        gen_u = np.stack([[0.5 * (x.lo + x.hi) for x in u[:m]] for u in units], -1)  # (m, B, P)
+        chk_u = np.stack([[0.5 * (x.lo + x.hi) for x in u[:m]] for u in points], -1)
+        short = [0, 0]
+        for i, t_need in enumerate(needs):
+            for key, t in t_need.items():
+                g = np.flatnonzero(np.all(np.abs(gen_u[:, i, :].T - key) < 1e-8, axis=1))
+                c = np.flatnonzero(np.all(np.abs(chk_u[:, i, :].T - key) < 1e-8, axis=1))
+                assert len(g) and len(c), "a sub-patch corner missing from a grid"
+                short[0] += bool(tmax[g[0]][i] < t * (1 - 1e-12))
+                short[1] += bool(1.0 / nu[c[0]][i] < t * (1 - 1e-12))
+        return short[0], short[1]
+
+    assert uncovered() == (0, 0)
+    # the smallest scaling of a point's sub-patches instead of the largest, on either side
+    monkeypatch.setattr(bnb._EigenProblem, "_target_grid", source_edit(
+        "tmax[v] = np.maximum(tmax[v], t)", "tmax[v] = np.minimum(np.where(tmax[v] > 1, tmax[v], np.inf), t)")(
+        bnb._EigenProblem._target_grid))
+    monkeypatch.setattr(type(dom), "_target_grid", staticmethod(source_edit(
+        "nu[v] = np.minimum(nu[v], nu_s)", "nu[v] = np.where(np.isinf(nu[v]), nu_s, np.maximum(nu[v], nu_s))")(
+        type(dom)._target_grid)))
+    gen_short, chk_short = uncovered()
+    assert gen_short > 0 and chk_short > 0
+
+
 def test_target_split_reassembles_the_pencil_entries():
     """A + Σ_l b_l X^l (the forms the eigen bound combines per target corner) equals
     Σ_k δ_k(f, b) u^i_k u^j_k at points, δ the derivation's diagonal (b = (c', −Σc'))."""
