@@ -5,8 +5,9 @@ Profiles (``HYPOTHESIS_PROFILE=dev|ci|thorough``; ``ci`` is loaded automatically
 set): ``dev`` few examples for a fast edit loop, ``ci`` derandomized and moderate, ``thorough``
 many examples.  Tests marked ``@pytest.mark.thorough`` (heavy checks) run only under the
 ``thorough`` profile or with ``ICLTHEORY_THOROUGH=1``.  ``pytest -m "not slow"`` is the
-developer tier: the tests marked ``slow`` by hand and every run of a costly claim
-(``DEV_TIER_WORK``) are left to the full suite.
+developer tier: the tests marked ``slow`` by hand, every run of a costly claim
+(``DEV_TIER_WORK``) and the tests listed in ``slow_tests.txt`` (measured) are left to the full
+suite.
 """
 
 from __future__ import annotations
@@ -181,12 +182,25 @@ def _runs_claim(item) -> str | None:
     return None
 
 
+#: the developer tier's tests whose call alone took 0.7 s or more when last measured
+#: (``scripts/dev_tier.py`` writes the list; ``ICLTHEORY_DEV_TIER_ALL=1`` ignores it)
+SLOW_LIST = Path(__file__).resolve().parent / "slow_tests.txt"
+
+
+def _listed_slow() -> frozenset[str]:
+    if os.environ.get("ICLTHEORY_DEV_TIER_ALL") == "1" or not SLOW_LIST.exists():
+        return frozenset()
+    lines = SLOW_LIST.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     slow = pytest.mark.slow
+    listed = _listed_slow()
     for item in items:
         claim = _runs_claim(item)
-        if claim is not None and _unit_cost(claim) > DEV_TIER_WORK:
+        if (claim is not None and _unit_cost(claim) > DEV_TIER_WORK) or item.nodeid in listed:
             item.add_marker(slow)
     if THOROUGH:
         return
