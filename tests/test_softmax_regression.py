@@ -1180,3 +1180,44 @@ def test_candidate_band_with_a_zero_witness_is_no_internal_error():
     v = itest.run_planted(c, dataclasses.replace(err, setting={"loss": "rescaled", "n": 1}))
     assert v.internal_error is None
     assert v.verdict == "inconclusive" and "certified band [0," in v.reasons[0]
+
+
+@pytest.mark.parametrize("growth", [1.0, 1.02])
+def test_a_clock_cap_ends_the_search_within_a_box_of_its_time(monkeypatch, growth):
+    """Under a finite ``seconds`` the branch and bound sizes its last rounds to the time left, so
+    the cap is overrun by about one box's cost, not by a chunk's.  The clock is a counter that
+    each bounded box advances (by a cost per box that grows by ``growth`` per round, as narrower
+    boxes cost more), so the test is exact and timing-free; with the rounds left at a whole
+    chunk (planted), the same search overruns its cap by thousands of boxes."""
+    from icltheory.bounds import _interval
+    from icltheory.core._claim import source_edit
+
+    class Clock:
+        now = 0.0
+        per_box = 1e-3
+
+        @classmethod
+        def perf_counter(cls) -> float:
+            return cls.now
+
+    def upper(lo, hi, threshold):  # loose everywhere: nothing retires before the cap
+        Clock.now += Clock.per_box * len(lo)
+        Clock.per_box *= growth
+        return (lo + hi).sum(1) / 2 + 1e3 * (hi - lo).sum(1)
+
+    def value(x):
+        return x.sum(1)
+
+    def run(fn):
+        Clock.now, Clock.per_box = 0.0, 1e-3
+        res = fn(upper, value, np.zeros((1, 2)), np.ones((1, 2)), seconds=5.0, chunk=40_000)
+        return res, Clock.now
+
+    monkeypatch.setattr(_interval, "time", Clock)
+    res, elapsed = run(_interval.branch_and_bound)
+    assert res.status == "time" and res.boxes > 1000
+    assert 5.0 < elapsed <= 5.0 + 2 * Clock.per_box  # at most about one box past the cap
+    chunked = source_edit("n_take = int(min(chunk, max(1.0, (seconds - spent) / per_box)))",
+                          "n_take = chunk")(_interval.branch_and_bound)
+    res, elapsed = run(chunked)
+    assert elapsed > 5.0 + 1000 * 1e-3
