@@ -351,3 +351,23 @@ def test_ztest_small_and_skewed_samples():
     assert c.passed and hi + lo < 0
     y = rng.lognormal(sigma=3.0, size=200)  # hopelessly skewed for n = 200
     assert ctx.ztest("ln", samples=y, predicted=float(np.exp(4.5))).passed is None
+
+
+def test_a_verdicts_runtime_counts_the_theorys_constants():
+    """The runtime a verdict reports (and ``check`` prints) includes the theory's constants,
+    which run before the measurement: a claim whose constants take 0.3 s reports at least that."""
+    import time
+
+    import _fake_claims
+
+    class SlowTheory(_fake_claims.SquareMean):
+        id = "testonly.square.slow-theory"
+
+        def constants(self, s):
+            time.sleep(0.3)
+            return super().constants(s)
+
+    from icltheory.core import run_check
+
+    v = run_check(SlowTheory(), {"profile": "quick"})
+    assert v.verdict == "holds" and v.runtime_s >= 0.3

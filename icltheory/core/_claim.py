@@ -792,13 +792,16 @@ def run_check(
 
     claim, setting = _claim_and_setting(claim, setting, "run_check")
     _checked_options("run_check", predict, progress)
+    t0 = time.perf_counter()
     with one_blas_thread():
         try:
             with hard_stop():
                 return _run_check(claim, setting, profile=profile, predict=predict,
                                   progress=progress)
         except TimeLimitReached as exc:  # the alarm: wherever the run was
-            return _stopped(claim, setting, str(exc))
+            stopped = _stopped(claim, setting, str(exc))
+            stopped.runtime_s = time.perf_counter() - t0
+            return stopped
 
 
 def _stopped(claim: Claim, setting: Setting, reason: str) -> Verdict:
@@ -829,7 +832,9 @@ def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
             refusal = _over_budget(claim, setting)
         if refusal is not None:
             return _stopped(claim, setting, refusal)
+    t0 = time.perf_counter()
     constants, tb = _theory_constants(claim, setting)
+    theory_s = time.perf_counter() - t0  # the verdict's runtime counts the theory's constants too
     if constants is not None:  # malformed --predict values are bad input before any run
         apply_predictions(claim.id, constants, predict or {}, claim.informational)
     if claim.is_legacy() or constants is None:
@@ -837,5 +842,8 @@ def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
     else:
         m = measure_claim(claim, setting, progress=progress)
     if constants is None:
-        return judge_claim(claim, setting, m, predict=predict, progress=progress)
-    return judge_claim(claim, setting, m, predict=predict, progress=progress, constants=constants)
+        v = judge_claim(claim, setting, m, predict=predict, progress=progress)
+    else:
+        v = judge_claim(claim, setting, m, predict=predict, progress=progress, constants=constants)
+    v.runtime_s += theory_s
+    return v
