@@ -247,3 +247,15 @@ def test_the_checker_shares_no_code_with_what_it_checks():
                                         "dataclasses", "fractions", "typing", "contextlib",
                                         "__future__", "scipy", "functools")), \
                     f"{path.name} imports {name}"
+
+
+def test_a_scaled_certificate_names_the_number_used():
+    """Where the certificate's bounds are on its own scale (the softmax constants at R ≠ 1 are
+    certified for R = 1 and used × R²), the check's line says what the number used is, so a
+    bound of 3.6 next to a band of [3.2, 29] is not read as the constant itself."""
+    from icltheory.certify._check import CheckReport
+
+    rep = CheckReport("verified", 10, {"bounded": 10}, "exact", 3.5, 3.6, 32.4, 12, 0.1, factor=9.0)
+    assert "the number used, 32.4, is at least 9 × the reported bound" in rep.summary(False)
+    same = CheckReport("verified", 10, {"bounded": 10}, "exact", 3.5, 3.6, 3.6, 12, 0.1)
+    assert "number used" not in same.summary(False)

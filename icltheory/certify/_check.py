@@ -42,7 +42,8 @@ class CheckReport:
     ``counts`` per kind; ``coverage``: what the coverage check found; ``max_bound``: the
     largest box bound; ``upper``/``reported``: the certificate's claims; ``pieces``: boxes
     the checker enclosed (its own cuts included); ``bad``: the first bad box and why;
-    ``seconds``: CPU time of the check."""
+    ``seconds``: CPU time of the check; ``factor``: the scale from the certificate's bounds to
+    the number used (``reported`` ≥ ``factor`` × ``upper``)."""
 
     status: str
     boxes: int
@@ -56,6 +57,7 @@ class CheckReport:
     bad: str = ""
     bad_index: int | None = None
     notes: list = field(default_factory=list)
+    factor: float = 1.0
 
     @property
     def ok(self) -> bool:
@@ -74,6 +76,9 @@ class CheckReport:
         out = (f"{head}: {self.boxes} boxes ({c}), coverage {self.coverage}, max bound "
                f"{self.max_bound:.9g} {rel} reported {self.upper:.9g}; {self.pieces} boxes "
                f"enclosed" + (f" in {self.seconds:.2f} s" if with_time else ""))
+        if self.factor != 1.0:  # the bounds are on the certificate's own scale
+            out += (f"; the number used, {self.reported:.9g}, is at least {self.factor:.9g} × "
+                    f"the reported bound")
         if self.bad:
             out += f"; {self.bad}"
         return out
@@ -100,7 +105,8 @@ def check_certificate(cert: BoxCertificate, *, max_pieces: int | None = None,
     def report(status: str, coverage: str, pieces: int = 0, bad: str = "",
                bad_index: int | None = None, notes: list | None = None) -> CheckReport:
         return CheckReport(status, N, counts, coverage, max_bound, cert.upper, cert.reported,
-                           pieces, time.process_time() - t0, bad, bad_index, notes or [])
+                           pieces, time.process_time() - t0, bad, bad_index, notes or [],
+                           float(cert.factor))
 
     if not math.isfinite(cert.upper) or not math.isfinite(cert.reported):
         return report("empty", "not checked")
