@@ -781,7 +781,9 @@ def test_a_derived_step_that_cannot_cover_the_horizon_is_beyond_reach_not_bad_in
     assert "1e+15" in v.reasons[0] and "default step for this spectrum" in v.reasons[0]
     v = run_check(c.id, keys, predict={"c": "1,1"})
     assert v.verdict == "inconclusive" and not called
-    assert c.setting(dict(keys, lr="1e-14")).beyond_reach is not None  # no step would do
+    refused = c.setting(dict(keys, lr="1e-14")).beyond_reach
+    assert refused is not None  # no step would do, and the reason says so
+    assert "no step given could do better" in refused
     assert c.setting({"lambdas": "1,1e-2"}).beyond_reach is None
     with pytest.raises(SettingError, match=r"'lr'.*\(raise lr\)"):  # the default would do
         c.setting({"lambdas": "1,1e-2", "lr": "1e-20"})

@@ -59,9 +59,10 @@ def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int | None:
 
     More than STEPS_MAX: bad input naming the keys the user gave that set the step or the
     horizon, when the same setting without them could be run; otherwise (the defaults for the
-    given spectrum need more steps than any run may take) the setting is beyond reach: no run is
-    made, and ``key`` and the steps are left unset (``None``), so the recorded setting re-parses
-    to the same refusal."""
+    given spectrum need more steps than any run may take, whatever the user gave) the setting is
+    beyond reach — the spectrum, not the given step, is what cannot be met: no run is made, and
+    ``key`` and the steps are left unset (``None``), so the recorded setting re-parses to the same
+    refusal."""
     if owner.beyond_reach is not None:  # found beyond reach already (its step is unset)
         return None
     n = horizon / lr
@@ -74,7 +75,8 @@ def _steps(owner: Setting, key: str, horizon: float, lr: float) -> int | None:
         raise SettingError(culprits[0], what + (f" (raise {key})" if culprits[0] == key else
                                                 f" (set by the given {', '.join(culprits)})"))
     lam = list(getattr(owner, "lambdas", None) or [owner.lam])
-    owner._beyond_reach(what + f" any run may take, at the default step for this spectrum (λ from "
+    owner._beyond_reach(what + " any run may take, as at the default step for this spectrum, the "
+                        "largest GD takes stably: no step given could do better (λ from "
                         f"{min(lam):.3g} to {max(lam):.3g}: its largest eigenvalues bound the step, its "
                         "smallest set the horizon)")
     owner._set(key, None)
