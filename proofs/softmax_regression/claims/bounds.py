@@ -328,7 +328,7 @@ class _LipschitzFamily(_SoftmaxClaim):
 class LipschitzClaim(_LipschitzFamily):
     id = "softmaxreg.lipschitz"
     title = ("Lipschitz constants of ∇L (normalized loss): closed-form 3.25a², lemma chain, "
-             "reconstructed paper form")
+             "reconstructed paper form (a = R, β = R²)")
     statement = (r"\lVert\nabla L(x)-\nabla L(y)\rVert_2\le K\lVert x-y\rVert_2,\quad "
                  r"K\in\Big\{\underbrace{3.25R^2}_{\rm closed\ form},\ "
                  r"\underbrace{16R^2e^{4R^2}/n}_{\rm lemma\ chain},"
@@ -374,7 +374,8 @@ class LipschitzClaim(_LipschitzFamily):
 
 class RescaledLipschitzClaim(_LipschitzFamily):
     id = "softmaxreg.rescaled-lipschitz"
-    title = "Lipschitz constant of ∇L_r (rescaled loss): (3n+3√n+2) a² e^{2β}, exponential is genuine"
+    title = ("Lipschitz constant of ∇L_r (rescaled loss): (3n+3√n+2) a² e^{2β}, exponential is genuine "
+             "(a = R, β = R²)")
     statement = (r"\lVert\nabla L_r(x)-\nabla L_r(y)\rVert_2\le(3n+3\sqrt n+2)\,R^2e^{2R^2}\lVert x-y\rVert_2"
                  + ASSUMPTIONS_TEX)
     loss = "rescaled"
