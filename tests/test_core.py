@@ -371,3 +371,18 @@ def test_a_verdicts_runtime_counts_the_theorys_constants():
 
     v = run_check(SlowTheory(), {"profile": "quick"})
     assert v.verdict == "holds" and v.runtime_s >= 0.3
+
+
+def test_a_typed_value_says_in_its_check_line_that_it_is_judged_to_its_digits():
+    """A constant the user types is judged to the digits typed (± half a unit in the last), and
+    the check's one-line detail says so, so '--predict x=0.1' holding against a measured 0.13 is
+    not read as a tight agreement.  (Here 2.3 stands for 2.25…2.35.)"""
+    import _fake_claims
+
+    from icltheory.core import run_check
+
+    v = run_check(_fake_claims.SquareMean(), {"profile": "quick"}, predict={"second_moment": "2.3"})
+    line = next(c.detail for c in v.checks if "second_moment" in c.judges)  # E[x²] = 2.25
+    assert v.verdict == "holds" and "your value judged to the 2 significant digits typed (± 0.05)" in line, line
+    v = run_check(_fake_claims.SquareMean(), {"profile": "quick"})
+    assert all("typed" not in c.detail for c in v.checks)

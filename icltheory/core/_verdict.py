@@ -304,6 +304,7 @@ class CheckContext:
             )
         bound = atol + rtol * np.abs(p)
         typed = self._typed_for(key, keys, p)
+        typed_note = ""
         if typed is not None:
             half, digits = typed
             half = np.asarray(half, dtype=float)
@@ -312,11 +313,12 @@ class CheckContext:
                 tol = {**tol, "typed_half_unit": _plain(half)}
                 why = (f"{why}; your value is judged to the {digits} significant digits given "
                        "(at least half a unit in the last digit typed)")
+                typed_note = _typed_note(digits, half)
         err = np.abs(m - p)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             units = float(np.max(err / bound)) if err.size else 0.0
         passed = bool(np.all(err <= bound))
-        detail = _close_detail(err, bound, units)
+        detail = _close_detail(err, bound, units) + typed_note
         return self.add(Check(name, _plain(predicted), _plain(measured), tol, why, passed, detail,
                               keys, float(false_fail), _margin(1.0 - units)))
 
@@ -434,9 +436,12 @@ class CheckContext:
         tol = {"critical": [res.lo, res.hi], "alpha": alpha, "bonferroni_m": m_tests, "n": mo.n,
                "stderr": mo.stderr, "skewness": mo.skewness, "kurtosis": mo.kurtosis,
                "corrections": list(res.corrections)}
+        detail = res.detail
         if mu0 != predicted:
             tol["typed_half_unit"] = float(typed[0]) if typed is not None else 0.0
-        return self.add(Check(name, predicted, mo.mean, tol, reason, res.passed, res.detail, keys,
+        if typed is not None and np.asarray(typed[0]).shape == ():
+            detail += _typed_note(typed[1], typed[0])
+        return self.add(Check(name, predicted, mo.mean, tol, reason, res.passed, detail, keys,
                               a, res.margin))
 
     def mean_bound(
@@ -536,6 +541,13 @@ def _exactly_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return bool(a == b) and type(a == b) is bool
+
+
+def _typed_note(digits: int, half: Any) -> str:
+    """The detail's note on a value the user typed: judged to its digits (± half a unit)."""
+    h = np.asarray(half, dtype=float)
+    pm = f"{float(h):.2g}" if h.shape == () else f"up to {float(np.max(h)):.2g}"
+    return f"; your value judged to the {digits} significant digit{'s' if digits != 1 else ''} typed (± {pm})"
 
 
 def _close_detail(err: np.ndarray, bound: np.ndarray, units: float) -> str:
