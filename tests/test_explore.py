@@ -84,3 +84,17 @@ def test_margin_sign(example):
 def test_middle(good, bad, mid):
     assert _middle(good, bad) == pytest.approx(mid) if mid is not None else \
         _middle(good, bad) is None
+
+
+def test_a_boundary_without_a_holds_fails_change_lists_its_verdicts_along_the_key():
+    """Where the runs change only between inconclusive and fails (no holds/fails bracket to
+    bisect), the summary says so and lists each verdict's stretch of the key, instead of "no
+    change of verdict" above runs whose verdicts did change."""
+    from icltheory.explore._boundary import Boundary
+
+    b = Boundary("x.claim", "R", {}, "quick")
+    b.points = [(0.5, None, "inconclusive"), (1.125, None, "inconclusive"), (1.75, None, "fails"),
+                (3.0, None, "fails")]
+    line = b.summary()
+    assert "no change between holds and fails found" in line
+    assert "inconclusive at R=0.5…1.125, fails at R=1.75…3" in line and "larger --profile" in line

@@ -70,8 +70,17 @@ class Boundary:
         """A few lines for the terminal."""
         head = f"boundary of {self.claim} along {self.key} ({len(self.points)} runs)"
         if not self.changes:
-            kinds = sorted({v for _, _, v in self.points})
-            return f"{head}: no change of verdict found ({', '.join(kinds)} throughout)"
+            segments: list[list] = []  # runs of one verdict along the key: [verdict, first, last]
+            for x, _, v in self.points:
+                if segments and segments[-1][0] == v:
+                    segments[-1][2] = x
+                else:
+                    segments.append([v, x, x])
+            along = ", ".join(f"{v} at {self.key}={a:.6g}" + (f"…{b:.6g}" if b != a else "")
+                              for v, a, b in segments)
+            hint = ("; an inconclusive run may be decided at a larger --profile"
+                    if any(v == "inconclusive" for v, _, _ in segments) else "")
+            return f"{head}: no change between holds and fails found ({along}){hint}"
         return "\n".join([head + ":"] + [f"    {va} at {self.key}={a:.6g} → {vb} at "
                                          f"{self.key}={b:.6g}" for a, va, b, vb in self.changes])
 
