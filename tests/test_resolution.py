@@ -122,3 +122,12 @@ def test_a_bound_undecided_below_its_resolution_is_verified_and_says_so():
     r = measure_resolution(c, c.setting({}), steps=30)["K"]
     assert r.verified and r.below == "inconclusive" and math.isclose(r.delta, 1 / 3, rel_tol=1e-3), r
     assert resolution_text(r.as_dict()) == "a bound stated lower by ≥ 33 % fails (at 3.3 %: inconclusive)"
+
+
+def test_a_relative_resolution_reads_as_a_plain_percentage():
+    """Two significant digits, written out in full: 110 %, not 1.1e+02 %."""
+    from icltheory.core._resolution import resolution_text
+
+    rec = {"delta": 1.1, "kind": "upper_bound", "absolute": False, "verified": True, "below": "holds"}
+    assert resolution_text(rec) == "a bound stated lower by ≥ 110 % fails"
+    assert "≥ 0.34 %" in resolution_text({**rec, "delta": 0.0034})

@@ -244,4 +244,5 @@ def resolution_text(record: dict[str, Any]) -> str:
 def _size(d: float, absolute: bool) -> str:
     if absolute:
         return f"{d:.2g} (absolute)"
-    return f"{100 * d:.2g} %" if d >= 1e-4 else f"{d:.2g} (relative)"
+    # two significant digits, written out in full where that is short (110 %, not 1.1e+02 %)
+    return f"{float(f'{100 * d:.2g}'):g} %" if d >= 1e-4 else f"{d:.2g} (relative)"
