@@ -27,7 +27,6 @@ from icltheory.report import dumps
 
 CLAIMS = all_claims()
 MIGRATED = [c for c in CLAIMS if not c.is_legacy()]
-LEGACY = [c.id for c in CLAIMS if c.is_legacy()]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -35,12 +34,6 @@ def test_registry_loads_every_paper():
     assert not load_errors()
     papers = {c.id.split(".")[0] for c in CLAIMS}
     assert {"linattn", "softmaxreg", "catgd", "nonlinear"} <= papers
-
-
-@pytest.mark.skipif(not LEGACY, reason="every claim is migrated")
-def test_legacy_claims_are_listed():
-    """Claims still on the legacy single-step ``check`` (migration in progress)."""
-    pytest.skip(f"legacy claims (not yet measure/judge): {', '.join(LEGACY)}")
 
 
 def _default_run(claim_id: str):
