@@ -127,7 +127,14 @@ def _resolve_settings(claims: Sequence[Claim], args: argparse.Namespace) -> list
             which = claims[0].id if len(claims) == 1 else "the named claims"
             raise BadInput(f"setting {str(key)[:40]!r}: unknown key for {which}; {hint}"
                            f"valid keys: {', '.join(valid)}")
-    return [c.setting({k: v for k, v in raw.items() if fits(c, k)}) for c in claims]
+    settings = [c.setting({k: v for k, v in raw.items() if fits(c, k)}) for c in claims]
+    partial = [k for k in raw if k not in ("seed", "profile") and not all(fits(c, k) for c in claims)]
+    if partial and not getattr(args, "quiet", False):  # said once, after every setting parsed
+        for k in partial:
+            without = [c.id for c in claims if not fits(c, k)]
+            names = ", ".join(without[:3]) + (f" and {len(without) - 3} more" if len(without) > 3 else "")
+            _say(f"icltheory: note: {str(k)[:40]} is not a key of {names}; those run without it")
+    return settings
 
 
 def _exit_for(verdicts: Sequence[Verdict]) -> int:

@@ -440,3 +440,13 @@ def test_freed_memory_is_kept_for_reuse_unless_the_user_tuned_malloc():
     assert faults("1") < pages // 100  # kept: the same pages again
     # the user's own tuning wins: nothing is changed
     assert faults("1", GLIBC_TUNABLES="glibc.malloc.mmap_threshold=131072") > pages // 10
+
+
+def test_a_key_that_only_some_named_claims_have_is_noted(capsys):
+    """--set N=12 over two claims of which one has no N: both run, and one stderr line says
+    which claim runs without the key (it was dropped silently)."""
+    code, out, err = _run(["check", CLAIM, "softmaxreg.vectorization", "--set", "N=12", "--json",
+                           "--profile", "quick"], capsys)
+    vs = json.loads(out)
+    assert code == 0 and vs[0]["setting"]["N"] == 12 and "N" not in vs[1]["setting"]
+    assert err.count("note: N is not a key of softmaxreg.vectorization; those run without it") == 1
