@@ -207,11 +207,13 @@ def _print_verdict(v: Verdict) -> None:
         mark = {True: "ok  ", False: "FAIL", None: "??  "}[c.passed]
         print(f"    {mark} {c.name}: predicted {_short(c.predicted)}, measured {_short(c.measured)}"
               + (f"  [{c.detail}]" if c.detail else ""))
+    from .report._plain import plain  # the notes are Markdown with TeX: as terminal text
+
     for r in v.reasons:
-        print(f"    reason: {r}")
+        print(f"    reason: {plain(r)}")
     if not v.internal_error:  # (an internal error's notes hold its traceback: --debug prints them)
         for n in v.notes:
-            print(f"    note: {n}")
+            print(f"    note: {plain(n)}")
 
 
 def _summary_line(v: Verdict) -> str:
