@@ -158,7 +158,7 @@ class MergedFixedPoints(Claim):
         # (zero is a fixed point by construction: the product v·U has no first-order term there)
         down, up = m["zero_loss_changes"]
         ctx.condition("M = 0 is a saddle: the loss falls along one second-order direction and rises along "
-                      "another", down < 0.0 < up, measured={"v·U = +ε²Λ²/‖Λ²‖": down, "v·U = −ε²Λ²/‖Λ²‖": up},
+                      "another", down < 0.0 < up, measured={"ΔL at v·U = +ε²Λ²/‖Λ²‖": down, "ΔL at v·U = −ε²Λ²/‖Λ²‖": up},
                       predicted="one < 0 < the other",
                       why="a head v·U = ±ε²Λ²/‖Λ²‖ (ε = 1e-3) changes the loss by ∓2ε²‖Λ²‖ + O(ε⁴) "
                           "(the experiment's moments, read as the change itself): zero is neither a "
