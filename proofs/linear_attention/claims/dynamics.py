@@ -545,6 +545,21 @@ def _smaller_init(s, u0: float, u0_max: float) -> str:
     return f"w_init ≤ {s.w_init * 0.5 * u0_max / u0:.3g} would do (u0 is linear in w_init)"
 
 
+
+#: what linattn.separate.saddle-to-saddle runs (the report's "What was run")
+_SADDLE_RUN = (
+    "Simulator (a): ATTN_S's population training dynamics — $H$ heads of rank $R$, the loss's "
+    "exact population moments for $\\Lambda$ and $N$ — from `seeds` random small inits (value "
+    "scale `w_init`), as a gradient flow integrated by the project's adaptive NDF solver (all seeds "
+    "in one lockstep batch, the Jacobian's structure used), each seed solved again at a 10× tighter "
+    "tolerance to measure the solver's own error: a run is read only where that error is 10× below "
+    "what the judges resolve (with `integrator=gd`: plain GD at step `lr`). Simulator (b), for "
+    "`fs_seeds` seeds: the same model's full-batch flow (or GD) on `P` training sequences actually "
+    "drawn (their sampled moments, no population formula). Read from each run: which plateaus it visits "
+    "and at what loss (against Eq. 19), the order the eigen-directions are learned in, how many, "
+    "and each drop's size against $\\lambda_d/c_d$.")
+
+
 class SaddleToSaddle(Claim):
     id = "linattn.separate.saddle-to-saddle"
     title = ("From small init ATTN_S learns the eigen-directions one by one, by decreasing eigenvalue, "
@@ -639,6 +654,7 @@ class SaddleToSaddle(Claim):
                   why="each direction's drop L(0) − L(m*_d e_de_dᵀ) from the experiment's moments, float64")
 
     def judge(self, s, pred, m, ctx) -> None:
+        ctx.note(_SADDLE_RUN)
         lam = s.lam
         bad = [x for x in pred["drop_order"] if not (float(x).is_integer() and 0 <= x < s.D)]
         if bad:
@@ -762,6 +778,19 @@ class SaddleToSaddle(Claim):
         ctx.measure("plateaus_between_drops", [[p.as_dict() for p in row] for row in rd.plateaus])
 
 
+
+#: what linattn.separate.rank runs (the report's "What was run")
+_RANK_RUN = (
+    "ATTN_S's population training dynamics (the loss's exact population moments for $\\Lambda$ and "
+    "$N$) for each rank $R$ in `ranks` and each of `seeds` random small inits (value scale `w_init`, "
+    "key and query std `w_init`$/\\sqrt{R(D+1)}$), $H$ heads of rank $R$ each: every run a gradient flow, "
+    "all of them in one lockstep batch of the project's adaptive NDF solver, each solved again at a "
+    "10× tighter tolerance to measure the solver's own error (with `integrator=gd`: plain GD at step "
+    "`lr`). Read from each run: the clear plateaus it passes and their losses (against Eq. 19), how "
+    "many directions each learning stage takes (against $R$), the order of the stages, and which "
+    "heads learned each direction.")
+
+
 class RankPlateaus(Claim):
     r"""Measured per rank and seed, on the population gradient flow from the Fig. 4
     initialisation (adaptive, its accuracy measured; ``integrator=gd`` for GD): the learning times (events), and
@@ -840,6 +869,7 @@ class RankPlateaus(Claim):
         return {"run": ra, "reading": reading, "controls": controls, "groups": groups}
 
     def judge(self, s, pred, m, ctx) -> None:
+        ctx.note(_RANK_RUN)
         if "premise" in m:
             _premise_failed(ctx, m["premise"])
             return
