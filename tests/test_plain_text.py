@@ -17,6 +17,7 @@ from icltheory.report._plain import plain
      "from scratch and s x_jᵀ B x_i, ‖x‖_2≤1"),
     (r"$\frac{a}{b}$, $\operatorname{tr}\Lambda$, $\{a\}$, $\unknown x$", "(a)/(b), trΛ, {a}, \\unknown x"),
     ("no formula: a $ sign alone, 3 < 4", "no formula: a $ sign alone, 3 < 4"),
+    (r"$\Gamma\bar w_e$ and $\tilde\kappa(x_j,x_i)$", "Γw̄_e and κ̃(x_j,x_i)"),
 ])
 def test_markdown_notes_read_as_plain_text(markdown, text):
     assert plain(markdown) == text

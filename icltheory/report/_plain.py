@@ -36,8 +36,6 @@ _MATH = re.compile(r"\$([^$]+)\$")
 
 def _formula(tex: str) -> str:
     out = re.sub(r"\^\{?\\top\}?", "ᵀ", tex)
-    for name, mark in _ACCENTS.items():  # \bar{x} / \bar x → x̄ (one character)
-        out = re.sub(r"\\" + name + r"\s*\{(\w)\}|\\" + name + r"\s+(\w)", r"\1\2" + mark, out)
     out = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", out)
     out = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r"√(\1)", out)
     out = re.sub(r"\\sqrt\s*", "√", out)
@@ -48,6 +46,8 @@ def _formula(tex: str) -> str:
 
     out = re.sub(r"\\([A-Za-z]+)\s*|\\([,;!])", lambda m: command(m) if m.group(1) else
                  _SYMBOLS[m.group(2)], out)  # (TeX ignores the spaces after a command's name)
+    for name, mark in _ACCENTS.items():  # \bar{x}, \bar x, \tilde\kappa → x̄, κ̃ (one character)
+        out = re.sub(r"\\" + name + r"\s*\{(\w)\}|\\" + name + r"\s*(\w)", r"\1\2" + mark, out)
     fonts = "|".join(_FONTS)
     for _ in range(3):  # \mathrm{x} → x (nested at most a few deep)
         out = re.sub(r"\\(?:" + fonts + r")\s*\{([^{}]*)\}", r"\1", out)
