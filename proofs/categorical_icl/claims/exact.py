@@ -24,6 +24,20 @@ _ZERO = Prediction("largest error of the identity (exactly 0 in exact arithmetic
 # ============================================================================ functional GD
 
 
+#: what catgd.functional-gd runs (the report's "What was run")
+_FUNCTIONAL_GD_RUN = (
+    "Random prompts (`prompts` of them) — $N+1$ covariates from `x_dist` in $\\mathbb R^d$ (`N`, `d`), $N$ labels "
+    "uniform over `C` classes, a standard normal embedding $W_e\\in\\mathbb R^{d'\\times C}$ (`dprime`), `K` random "
+    "full step matrices $\\Gamma_k$ — each get explicit gradient descent on the parameter $A$ of $f(x)=A\\psi(x)$ "
+    "from $A=0$, with $\\psi(x)=x$ and with a bias, $\\psi(x)=[x;1]$; every gradient of the per-prompt cross-entropy "
+    "is taken by the complex step, with no closed form. The iterates $f_k(x_j)=A_k\\psi(x_j)$ at every step and "
+    "position are compared with the functional-GD recursion "
+    "$f_{k+1}=f_k+\\tilde\\kappa\\,\\Gamma_k[w_{e,y_i}-\\mathbb E(w_e)|_{f_k(x_i)}]$ the theory lowers, with "
+    "$\\tilde\\kappa=x_j^\\top x_i/N$ and, for the bias, the kernel plus the predicted shift; the tolerance follows "
+    "the recursion's own round-off, measured against its long-double evaluation. The bias run is also compared with "
+    "the unshifted kernel, to show that the shift is needed.")
+
+
 class FunctionalGD(Claim):
     id = "catgd.functional-gd"
     title = "GD on the RKHS parameter of a softmax classifier is functional GD with the kernel"
@@ -77,6 +91,7 @@ class FunctionalGD(Claim):
         return out
 
     def judge(self, s, predicted, m, ctx):
+        ctx.note(_FUNCTIONAL_GD_RUN)
         p = theory.paper()
         X, y, W, gam = m["X"], m["y"], m["W"], m["gammas"]
         N = s.N
@@ -104,6 +119,16 @@ class FunctionalGD(Claim):
 
 
 # ============================================================================ cross-attention
+
+
+#: what catgd.cross-attention runs (the report's "What was run")
+_CROSS_ATTENTION_RUN = (
+    "Random standard normal tokens (`prompts` of them), their $f$ slot scaled by `f_scale`, and a standard normal "
+    "embedding $W_e\\in\\mathbb R^{d'\\times C}$ (`dprime`, `C`) go through the cross-attention the construction "
+    "uses (query: the $f$ slot; keys and values: the columns of $W_e$; output into the $v$ slot), run by the model's "
+    "generic attention code, which does not know $\\mathbb E(w_e)$; then again with the $f$ slot set to 0. The "
+    "output's $v$ slot is compared with $W_e\\,\\operatorname{softmax}(W_e^\\top f)$ as the theory computes it, and "
+    "its other slots with 0; at $f=0$, with the mean embedding $\\bar w_e$, to float64 round-off.")
 
 
 class CrossAttention(Claim):
@@ -159,6 +184,7 @@ class CrossAttention(Claim):
         return {"W": W, "f": H[:, 0, lay.f], "out": out, "out0": out0, "v": [lay.v.start, lay.v.stop]}
 
     def judge(self, s, predicted, m, ctx):
+        ctx.note(_CROSS_ATTENTION_RUN)
         p = theory.paper()
         W, out, out0 = m["W"], m["out"], m["out0"]
         a, b = m["v"]
@@ -360,6 +386,19 @@ class Construction(Claim):
 # ============================================================================ single step
 
 
+#: what catgd.single-step runs (the report's "What was run")
+_SINGLE_STEP_RUN = (
+    "Random prompts (`prompts` of them) — $N+1$ covariates from `x_dist` in $\\mathbb R^d$ (`N`, `d`), $N$ labels "
+    "uniform over `C` classes, an embedding $W_e\\in\\mathbb R^{d'\\times C}$ (`dprime`) whose mean column is "
+    "clearly nonzero, one random diagonal $\\Gamma$ — go through a single self-attention update head (kernel: "
+    "`kernel`, scale: `scale`) and nothing else, with three kinds of tokens: centred labels $w_{e,y_i}-\\bar w_e$; "
+    "raw labels with a centred $W_e$ ($\\bar w_e=0$); raw labels with $\\bar w_e\\neq0$. They also go through the "
+    "full one-block construction (update head, dot-product erase head, cross-attention). Read: the $f$ slot at every "
+    "position, against one step of functional GD, $f_1$, as the theory's recursion computes it (the raw tokens with "
+    "$\\bar w_e\\neq0$ against $f_1+\\Gamma\\,\\bar w_e\\sum_i\\tilde\\kappa(x_j,x_i)$), errors divided by the size "
+    "of the summed terms; and that offset's own size, to show the comparison is not vacuous.")
+
+
 class SingleStep(Claim):
     id = "catgd.single-step"
     title = "One GD step needs one self-attention head: no erase head, no cross-attention"
@@ -411,6 +450,7 @@ class SingleStep(Claim):
                 "full": ex.model.forward(full, X, y)[1][1][:, :, lay.f]}
 
     def judge(self, s, predicted, m, ctx):
+        ctx.note(_SINGLE_STEP_RUN)
         p = theory.paper()
         W, X, y, G = m["W"], m["X"], m["y"], m["gammas"]
         size = term_size(s.kernel, X, s.N, s.scale, G, W)[:, None, None]

@@ -45,6 +45,21 @@ def _block_rotation(lay, U):
     return R
 
 
+#: what catgd.equivariance runs (the report's "What was run")
+_EQUIVARIANCE_RUN = (
+    "Random prompts (`prompts` of them) — $N+1$ covariates from `x_dist` in $\\mathbb R^d$ (`N`, `d`), labels over "
+    "`C` classes, a random target distribution for each query — go through a `K`-block attention model with generic "
+    "random parameters (per block an update head of the kind `kernel`, an rbf-type head and a free cross-attention) "
+    "and through the GD-structured model (update and rbf erase heads, exact cross-attention, random full "
+    "$\\Gamma_k$). For each of `samples` Haar-random orthogonal $U$ and `samples` random signed permutations, the "
+    "covariates are rotated, $x\\to Ux$, and the generic model is run again with its parameters mapped by the "
+    "experiment's own code ($Q\\to OQR^\\top$, $K\\to OKR^\\top$, $V\\to RVR^\\top$, $Q_c\\to Q_cR^\\top$, $V_c\\to "
+    "RV_c$, $R=\\operatorname{diag}(U,I)$), the GD-structured model unmapped. Read: the largest change of the query "
+    "cross-entropy and the largest $|H'-RH|$ over every block's hidden states, against the map's exact residual from "
+    "the SymPy derivation (0); as controls, the generic model's loss change on rotated covariates without the map "
+    "(it must not vanish), and with a Laplacian kernel its change under Haar rotations.")
+
+
 class Equivariance(Claim):
     id = "catgd.equivariance"
     title = "Rotating the covariates with the matching parameter change leaves the loss unchanged"
@@ -120,6 +135,7 @@ class Equivariance(Claim):
         return out
 
     def judge(self, s, predicted, m, ctx):
+        ctx.note(_EQUIVARIANCE_RUN)
         change = max(m["equivariance"], m["gd_structure"])
         ctx.measure("max_loss_change", change)
         ctx.measure("equivariance_loss_change", m["equivariance"])

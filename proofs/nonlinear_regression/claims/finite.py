@@ -18,6 +18,19 @@ from .isotropic import small_step_ok
 __all__ = ["Oscillation", "FinalAttention"]
 
 
+#: what nonlinear.oscillation runs (the report's "What was run")
+_OSCILLATION_RUN = (
+    "Model A, the paper's model (only the key–query matrix trained, values = the labels), in its exact population "
+    "form on `K` features in $\\mathbb R^d$ that are orthonormal except a near-duplicate $v_2=\\rho "
+    "v_1+\\sqrt{1-\\rho^2}\\,e_2$ ($\\rho$ = `overlap`): the covariance of the task family `task` on those features "
+    "(relu: from `cov_draws` Monte Carlo draws), normalised and scaled by $L^2$ (`L`), and the update carrying the "
+    "features' Gram matrix. Gradient descent from $B=0$ at step `eta` runs until query $v_1$ has reached attention "
+    "`theta` on its own feature and its attention on $v_2$ has fallen to half its peak, or for at most `steps` "
+    "steps. Read: that wrong attention's peak; the time it takes after the peak to halve, relative to the time of "
+    "the peak; and query $v_1$'s time to `theta` over the mean of the far queries' ($v_3,\\dots,v_K$) — each against "
+    "the claim's stated lower bound (constants of the reference, not derived here).")
+
+
 class Oscillation(Claim):
     id = "nonlinear.oscillation"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
@@ -72,6 +85,7 @@ class Oscillation(Claim):
         return runs.settle_run(C, V @ V.T, s.L, s.eta, s.steps, s.theta, tick=run.tick)
 
     def judge(self, s: OscillationSetting, P, m, ctx) -> None:
+        ctx.note(_OSCILLATION_RUN)
         c_pair, c_max = rules.near_duplicate_curvatures(s.K, s.d, s.overlap, s.task, s.cov_draws,
                                                         s.seed)
         if not (small_step_ok(ctx, s.K, s.eta * s.L**2 * c_max, "strongest feature pair")

@@ -60,6 +60,22 @@ def _gradient_factor_slightly_off(orig):
 
     return lambda scaled, unit: orig(scaled, unit) ** sp.Rational(51, 50)
 
+
+#: what nonlinear.rescaling runs (the report's "What was run")
+_RESCALING_RUN = (
+    "Two gradient-descent runs of the paper's model (only the key–query matrix trained, values = the labels) on one "
+    "problem, from zero weights, each for the number of steps `steps`: one at (`eta`, `L`), one at (`eta_prime`, "
+    "`L_prime`), `eta_prime` being by default the theory's equivalent step $\\eta(L/L')^2$. The key `model` picks "
+    "the simulator: A, the exact population loss on `K` orthonormal features (the covariance of the task family "
+    "`task`, times $L^2$); B, full-batch GD on a fixed set of prompts (`prompts`) of `N` noisy tokens (`noise`) on "
+    "`K` random unit features in $\\mathbb R^d$, labels $L\\,g$ (on the array backend `backend`). Read: the largest "
+    "relative difference of the two runs' final weights and of their attention trajectories (against 0; bitwise "
+    "identity when $L/L'$ and $\\eta'/\\eta$ are powers of two), the loss ratio at every recorded step (against "
+    "$(L/L')^2$), and $\\log(\\lVert g_L\\rVert/\\lVert g_{L'}\\rVert)/\\log(L/L')$, $g_L$ the loss gradient at "
+    "scale $L$, at zero weights and at the first run's final weights, from two simulators that differ only in the "
+    "label scale (against the exponent 2).")
+
+
 class Rescaling(Claim):
     id = "nonlinear.rescaling"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
@@ -130,6 +146,7 @@ class Rescaling(Claim):
         return out
 
     def judge(self, s: RescalingSetting, predicted, m, ctx) -> None:
+        ctx.note(_RESCALING_RUN)
         (W1, W2), (l1, l2), (a1, a2) = m["W"], m["loss"], m["attn"]
         tiny = np.finfo(float).tiny
         moved = float(np.max(np.abs(l1 - l1[0])) / max(abs(l1[0]), tiny))
@@ -199,6 +216,20 @@ class Rescaling(Claim):
                           logy=True, caption="After dividing by L² the two loss curves coincide."))
 
 
+#: what nonlinear.l-scaling runs (the report's "What was run")
+_L_SCALING_RUN = (
+    "The paper's model (only the key–query matrix trained, values = the labels) over the scales `Ls`, tasks of the "
+    "family `task` scaled by $L$, in the simulators named by `models` — A: exact population GD on `K` orthonormal "
+    "features, all $L$ in one batch; B: full-batch GD on a fixed set of prompts (`prompts`) of `N` noisy tokens "
+    "(`noise`) on `K` random unit features in $\\mathbb R^d$, one $L$ at a time — each model at one fixed step "
+    "(`eta_A`, `eta_B`) from zero weights until its mean same-feature attention has crossed every threshold "
+    "(`thetas_A`, `thetas_B`) or its step cap (`steps_A`, `steps_B`; model B's shrinks as $1/L$). The largest $L$ "
+    "runs again at half the step, to measure GD's lag behind its flow. Read: the crossing times $T_\\theta$ "
+    "(interpolated between recorded steps) and, per $\\theta$, the slope of $\\log T_\\theta$ against $\\log L$ "
+    "fitted over the runs in GD's small-step regime, against $-2$ (from the rescaling identity, derived in SymPy), "
+    "at a resolution set by that lag and by the fit's residuals.")
+
+
 class LScaling(Claim):
     id = "nonlinear.l-scaling"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
@@ -243,10 +274,24 @@ class LScaling(Claim):
         return measure_sweeps(s, run)
 
     def judge(self, s, predicted, m, ctx) -> None:
+        ctx.note(_L_SCALING_RUN)
         slopes = judge_sweeps(s, m, ctx, "slope", "slope of log T vs log L", self._WHY)
         ctx.measure("slopes", slopes)
         ctx.measure("L2_times_T", {k: (np.asarray(m[k]["T"]) * np.asarray(s.Ls)[:, None] ** 2)
                                    .round(3).tolist() for k in slopes})
+
+
+#: what nonlinear.summary-fast-rate runs (the report's "What was run")
+_SUMMARY_FAST_RATE_RUN = (
+    "With `architecture` = paper, the runs of nonlinear.l-scaling: the paper's model A (exact population GD on `K` "
+    "orthonormal features) and/or B (full-batch GD on a fixed set of prompts, `prompts`, of `N` noisy tokens on `K` "
+    "random unit features in $\\mathbb R^d$), as `models` says, over the scales `Ls` at one fixed step per model, to "
+    "attention 0.5 by default (`thetas_A`, `thetas_B`), the largest $L$ again at half the step to measure GD's lag. "
+    "With `architecture` = summary, the summary's model ($W_Q,W_K,W_V$, readout $w$ and bias $b$ trained; rows: "
+    "`width`; initial scale: `init_scale`) by full-batch GD on model B's prompts, one run per $L$ from one shared "
+    "draw of the initial weights, at step `eta_S` (by default from `step_fraction`) until `thetas_S` or its step cap "
+    "`steps_S`, with $\\eta\\times$ the loss's sharpness read at the end of each run. Read: per threshold, the slope "
+    "of $\\log T$ against $\\log L$ fitted over the runs in GD's small-step regime, against the summary's $-1$.")
 
 
 class SummaryFastRate(LScaling):
@@ -288,6 +333,7 @@ class SummaryFastRate(LScaling):
         return theory.theory().summary
 
     def judge(self, s, predicted, m, ctx) -> None:
+        ctx.note(_SUMMARY_FAST_RATE_RUN)
         record_architecture(ctx, s)
         slopes = judge_sweeps(s, m, ctx, "slope", "slope of log T_fast vs log L", self._WHY)
         ctx.measure("slopes", slopes)

@@ -127,6 +127,19 @@ class VectorizationClaim(_SoftmaxClaim):
                  "symbolic steps at n≤2, d≤2 displayed and at n≤4, d≤3 checked exactly")
 
 
+#: what softmaxreg.gradient runs (the report's "What was run")
+_GRADIENT_RUN = (
+    "One reference instance inside the assumptions, drawn from `seed`: $A_1,A_2\\in\\mathbb R^{n\\times d}$ (`n`, "
+    "`d`) with $\\lVert A_1\\rVert\\lVert A_2\\rVert$ just below `R`, $\\lVert X\\rVert_F=R/2$, the rows of $B$ on "
+    "the simplex. At it, the gradients in $X$ of the numeric normalized loss $\\lVert D^{-1}e^{M}-B\\rVert_F^2/2$ "
+    "and rescaled loss $\\lVert e^{M}-DB\\rVert_F^2/2$ (the latter scaled by $e^{-2m}$, $m$ the largest logit) are "
+    "taken by central finite differences, with no closed form, and compared entry by entry with the closed forms "
+    "$A_1^\\top PA_2$ and $A_1^\\top P_rA_2$ the SymPy derivation lowers, at 10× the differences' truncation and "
+    "rounding bounds. The numeric model's block form "
+    "$\\sum_jA_j^\\top(\\operatorname{diag}\\,f_j-f_jf_j^\\top)\\,c_j$ is also compared with its matrix form "
+    "$A_1^\\top PA_2$.")
+
+
 class GradientClaim(_SoftmaxClaim):
     id = "softmaxreg.gradient"
     title = "Closed-form gradients ∇L = A1ᵀPA2 (normalized and rescaled), derived in d² form"
@@ -178,6 +191,7 @@ class GradientClaim(_SoftmaxClaim):
         return experiments.measure_gradient(*reference_instance(s.n, s.d, s.R, s.seed))
 
     def judge(self, s, predicted, m, ctx):
+        ctx.note(_GRADIENT_RUN)
         undecided = self.undecidable(s)
         if undecided:
             ctx.inconclusive(undecided)
