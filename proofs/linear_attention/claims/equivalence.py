@@ -92,6 +92,20 @@ _THEORY_BETA = PlantedError("theory", "β normalised by N + 1 in the symbolic re
                             lambda orig: (lambda x, y, n: orig(x, y, n) * n / (n + 1)))
 
 
+#: what linattn.merged.equivalence runs (the report's "What was run")
+_MERGED_EQUIVALENCE_RUN = (
+    "No training: $\\Lambda$ with eigenvalues `lambdas` in a Haar-random eigenbasis, and `trials` batches of 8 "
+    "sequences (task $w\\sim\\mathcal N(0,I)$, $N$ context inputs and a query drawn from $\\mathcal N(0,\\Lambda)$), "
+    "each batch with fresh standard-normal $W^V_i,W^{KQ}_i$ for $H$ heads. On every sequence the experiment (numpy, "
+    "no theory) evaluates ATTN_M's naive forward pass on the full $(D+1)\\times(D+1)$ matrices, as drawn and with "
+    "the value's $x\\to y$ entries and the key-query's label row zeroed; the two-layer network $w_2^\\top W_1z$ read "
+    "off the same weights, on the unnormalised $z=\\operatorname{vec}(\\sum_ny_nx_n\\,x_q^\\top)$; and the full "
+    "output rebuilt from the weights' blocks as the network's term plus the three irrelevant ones. Compared: the "
+    "zeroed output with the network divided by the predicted $d$, and the full output with that rebuild, to "
+    "$10^{-10}$ relative; that zeroing those entries moves the output by more than $10^{-3}$ of it; and the "
+    "network's input width and hidden units with $D^2$ and $H$.")
+
+
 class MergedEquivalence(_Reduction):
     id = "linattn.merged.equivalence"
     title = "ATTN_M's query prediction is a two-layer linear network on the cubic feature vec(β x_qᵀ)"
@@ -141,6 +155,10 @@ class MergedEquivalence(_Reduction):
         net = z @ W1.T @ w2
         return full, zeroed, net, _decomposition(X, WV, WKQ, N), z.shape[1], W1.shape[0]
 
+    def judge(self, s, predicted, m, ctx) -> None:
+        ctx.note(_MERGED_EQUIVALENCE_RUN)
+        super().judge(s, predicted, m, ctx)
+
 
 def _decomposition(X, WV, WKQ, N: int):
     """The query prediction as the network term plus the three irrelevant terms, each computed
@@ -156,6 +174,21 @@ def _decomposition(X, WV, WKQ, N: int):
             + np.einsum("hd,pde,hef,pf->p", a, Sxx, U, xq) / N
             + np.einsum("hd,pd,he,pe->p", a, beta, b, xq)
             + np.einsum("h,p,he,pe->p", w2, Syy, b, xq) / N)
+
+
+#: what linattn.separate.equivalence runs (the report's "What was run")
+_SEPARATE_EQUIVALENCE_RUN = (
+    "No training: $\\Lambda$ with eigenvalues `lambdas` in a Haar-random eigenbasis, and `trials` batches of 8 "
+    "sequences (task $w\\sim\\mathcal N(0,I)$, $N$ context inputs and a query drawn from $\\mathcal N(0,\\Lambda)$), "
+    "each batch with fresh standard-normal $W^V_i$ and rank-$R$ keys and queries $W^K_i,W^Q_i$ for $H$ heads. On "
+    "every sequence the experiment (numpy, no theory) evaluates ATTN_S's naive forward pass, as drawn and with the "
+    "value's $x\\to y$ entries and the key's label column zeroed; the sum over heads of three-layer networks on the "
+    "unnormalised $\\operatorname{mat}(z)=\\sum_ny_nx_n\\,x_q^\\top$ (a stride-$D$ convolution with each query "
+    "$q_{i,r}$, then the key $k_{i,r}$, then the value $v_i$), read off the same weights; and the full output "
+    "rebuilt from the weights' blocks ($U_i=\\sum_rk_{i,r}q_{i,r}^\\top$) as the network's term plus the three "
+    "irrelevant ones. Compared: the zeroed output with the networks divided by the predicted $d$, and the full "
+    "output with that rebuild, to $10^{-10}$ relative; that zeroing those entries moves the output by more than "
+    "$10^{-3}$ of it; and the number of networks and their channels with $H$ and $R$.")
 
 
 class SeparateEquivalence(_Reduction):
@@ -210,3 +243,7 @@ class SeparateEquivalence(_Reduction):
         # every term, computed apart from the forward pass, with U = Σ_r k_r q_rᵀ
         dec = _decomposition(X, WV, np.einsum("hra,hrb->hab", WK, WQ), s.N)
         return full, zeroed, net, dec, h.shape[1], h.shape[2]
+
+    def judge(self, s, predicted, m, ctx) -> None:
+        ctx.note(_SEPARATE_EQUIVALENCE_RUN)
+        super().judge(s, predicted, m, ctx)

@@ -66,6 +66,24 @@ def lazy_steps_scaled(factor: float):
     return replace
 
 
+#: what linattn.init-scale runs (the report's "What was run")
+_INIT_SCALE_RUN = (
+    "Three sweeps of population GD on the exact population loss (the experiment's own moments, no theory). ATTN_M: "
+    "`H_merged` merged heads from `seeds` random directions, each at `w_init_merged` × $1,10^{-1},10^{-2},10^{-3}$, "
+    "at step `lr_merged` until every run is within $10^{-3}$ of the drop $L(0)-L^\\star$ above $L^\\star$ (at most "
+    "`steps_merged` steps); read: when the loss is halfway down to $L^\\star$, whose slope against $\\ln(1/w_{\\rm "
+    "init})$ is compared with $1/\\lVert\\Lambda^2\\rVert_F$, and the plateaus a log-time detector finds, attributed "
+    "to $M=0$ and $M_\\star$ (one drop predicted). ATTN_S: $H$ heads of rank $R$ from `seeds` random inits at "
+    "`w_init` × $1,\\tfrac12,\\tfrac14,\\tfrac18$, at step `lr` for `steps_separate` steps; read: when the loss is "
+    "halfway through the largest direction's drop, whose log-log slope against the scale is compared with $-1$. "
+    "Large init: $D$ rank-1 heads, head $d$ balanced on $e_d$ at $v_0$ and every weight perturbed by Gaussian noise "
+    "of standard deviation `lazy_eps` × $v_0$, for $v_0$ on a geometric grid (`lazy_per_octave` points per octave, "
+    "three octaves up to $\\max_d\\lambda_d^{-1/3}$), at step `lr_lazy` for `steps_lazy` steps; read: per direction, "
+    "whether its loss share's per-step decrease ever exceeds its first (a plateau), against $v_{c,d}$ and $v_c$, and "
+    "the exponential rates of $L-L^\\star$ and of each share on the runs without a plateau, fitted where the gap is "
+    "$10^{-10}$–$10^{-5}$ of its start, against $\\rho$ and $\\rho_d$.")
+
+
 class InitScaleWithLazy(InitScale):
     id = "linattn.init-scale"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
@@ -134,6 +152,7 @@ class InitScaleWithLazy(InitScale):
         return out
 
     def judge(self, s, pred, m, ctx) -> None:
+        ctx.note(_INIT_SCALE_RUN)
         super().judge(s, pred, m, ctx)
         self._judge_lazy(s, pred, m["lazy"], ctx)
 

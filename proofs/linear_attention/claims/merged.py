@@ -26,6 +26,20 @@ _HELD_OUT_CHUNK = 4096  # held-out sequences drawn and evaluated this many at a 
 # =============================================================================== fixed points
 
 
+#: what linattn.merged.fixed-points runs (the report's "What was run")
+_MERGED_FIXED_POINTS_RUN = (
+    "ATTN_M's relevant block as its two-layer network ($H$ heads $v_iU_i$), trained by full-batch GD at step `lr` on "
+    "the exact population loss (the experiment's own moments of $\\beta$, assembled from the data model, no theory) "
+    "from `seeds` random inits of scale `w_init`, until the strong-convexity bound $\\lVert\\nabla "
+    "L\\rVert^2/(2\\mu)$ on $L-L^\\star$ is below $10^{-14}\\operatorname{tr}\\Lambda$ (at most `steps` steps); its "
+    "final loss and $M$ are compared with $L^\\star$, $M_\\star$ and $c_d$ within that bound. At $M=0$ the loss "
+    "change along a head $v\\cdot U=\\pm\\varepsilon^2\\Lambda^2/\\lVert\\Lambda^2\\rVert$ is computed for both "
+    "signs: one must lower the loss and the other raise it (a saddle). Sampled apart from that: `mc_samples` "
+    "contexts with $\\Lambda$ in a Haar-random eigenbasis, each context's loss averaged exactly over its query; the "
+    "means of $L(0)$, of $L$ at the first seed's trained $M$, and of $e_d^\\top\\beta\\beta^\\top e_d$ are tested "
+    "against $\\operatorname{tr}\\Lambda$, $L^\\star$ and $\\lambda_d^2c_d$.")
+
+
 class MergedFixedPoints(Claim):
     id = "linattn.merged.fixed-points"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
@@ -152,6 +166,7 @@ class MergedFixedPoints(Claim):
                           "convexity), far below the standard error")
 
     def judge(self, s, predicted, m, ctx) -> None:
+        ctx.note(_MERGED_FIXED_POINTS_RUN)
         D = s.D
         lam = s.lam
         self.judge_monte_carlo(s, predicted, m, ctx)

@@ -31,6 +31,22 @@ def _g_wrong_arctan(orig):
     return lambda u: orig(u) + 2 * sp.atan((2 * u + 1) / sp.sqrt(3)) / sp.sqrt(3)
 
 
+#: what linattn.separate.scalar-ode runs (the report's "What was run")
+_SCALAR_ODE_RUN = (
+    "One head on the exact population loss of ATTN_S's relevant block (the experiment's own moments, no theory), the "
+    "spectrum $\\lambda$ and the rest $\\operatorname{tr}\\Lambda-\\lambda$ as a second direction: its fixed point "
+    "$v_\\star$, the positive root of $\\dot v$ on the aligned balanced ansatz $v=k_e=q_e$ (brentq); the time from "
+    "`v0` to $v_\\star/2$, by adaptive quadrature of $\\int dv/\\dot v$ and by integrating the whole head $(v,k,q)$ "
+    "with SciPy's DOP853 until that event; and $c$ and the loss drop from the experiment's minimiser. Simulator (a), "
+    "run only when `steps` ≤ `max_gd_steps` and the split below needs at most 31 eigenvalues: population GD at step "
+    "`lr` for `steps` steps of two rank-1 heads, the rest of the spectrum split evenly into eigenvalues ≤ "
+    "$\\lambda$, one run with the first head on the ansatz and the second at zero, one with every weight perturbed "
+    "by Gaussian noise of standard deviation $10^{-4}$ × `v0`; the escape is read where the learned direction's "
+    "entry of $M$ reaches $(v_\\star/2)^3$. Compared with the theory: $v_\\star$, $c$, the drop $\\lambda/c$ and "
+    "both escape times against the closed form $G$, and the perturbed run's plateau length against it, allowing the "
+    "on-ansatz run's measured distance from the flow, two steps, and 10× the perturbation's first-order shift.")
+
+
 class ScalarOde(Claim):
     id = "linattn.separate.scalar-ode"
     title = "One-head plateau dynamics τv̇ = λ²v² − λ³cv⁵ and its closed-form escape time"
@@ -125,6 +141,7 @@ class ScalarOde(Claim):
         return out
 
     def judge(self, s, pred, m, ctx) -> None:
+        ctx.note(_SCALAR_ODE_RUN)
         ctx.close("v*: the positive root of the head's flow on the ansatz (brentq)", key="v_star",
                   measured=m["v_star"], rtol=1e-12, why="brentq to 4 ulp on the experiment's right-hand side")
         ctx.close("c = 1/(λm*) from the experiment's minimiser", key="c", measured=m["c"], rtol=1e-12,

@@ -97,6 +97,21 @@ def _one_copy_unflipped(orig):
     return pair
 
 
+#: what linattn.merged.trajectory runs (the report's "What was run")
+_TRAJECTORY_RUN = (
+    "One training set: `pairs` sequences drawn with $\\Lambda$'s eigenvalues `lambdas` in a Haar-random eigenbasis, "
+    "and their label-negated copies ($w\\to-w$). From random weights of standard deviation `w_init` (the value's "
+    "input→label entries and the key-query's label row set to 0), two models are trained on it by full-batch GD at "
+    "step `lr` for `steps` steps, each by its own numpy code (no theory): the whole ATTN_M layer, every entry of "
+    "$W^V_i,W^{KQ}_i$, its gradient back-propagated by hand through $W^VXX^\\top W^{KQ}X$; and the two-layer network "
+    "$w_2^\\top W_1z$ on $z=\\operatorname{vec}(\\beta x_q^\\top)$, its weights read off the attention's. Compared: "
+    "the two training-loss curves at every step and the two weight trajectories at about 300 evenly spaced steps "
+    "(predicted equal), and the zeroed entries (predicted to stay 0), to $10^{-10}$ relative, over a run that must "
+    "end below half its initial loss; at the initial weights, the network on the unnormalised $\\sum_ny_nx_n$ over "
+    "the attention's output against the predicted normalisation $d$, the zeroed entries' gradient on the drawn "
+    "sequences alone (it must not vanish), and the network's input width and hidden units against $D^2$ and $H$.")
+
+
 class MergedTrajectory(Claim):
     id = "linattn.merged.trajectory"
     title = ("Fig. 1: ATTN_M trained by GD and its two-layer network trained by GD from corresponding weights have "
@@ -196,6 +211,7 @@ class MergedTrajectory(Claim):
                 "ratio_unpaired": ex.trajectory.irrelevant_gradient_ratio(X0, y0, WV, WKQ)}
 
     def judge(self, s, pred, m, ctx) -> None:
+        ctx.note(_TRAJECTORY_RUN)
         A, B = m["A"], m["B"]
         D = s.D
         La, Lb = np.asarray(A["loss"], float), np.asarray(B["loss"], float)
