@@ -128,13 +128,23 @@ def _resolve_settings(claims: Sequence[Claim], args: argparse.Namespace) -> list
             raise BadInput(f"setting {str(key)[:40]!r}: unknown key for {which}; {hint}"
                            f"valid keys: {', '.join(valid)}")
     settings = [c.setting({k: v for k, v in raw.items() if fits(c, k)}) for c in claims]
-    partial = [k for k in raw if k not in ("seed", "profile") and not all(fits(c, k) for c in claims)]
-    if partial and not getattr(args, "quiet", False):  # said once, after every setting parsed
-        for k in partial:
-            without = [c.id for c in claims if not fits(c, k)]
+    parts = []
+    for k in raw:
+        without = [c.id for c in claims if not fits(c, k)]
+        if k not in ("seed", "profile") and without:
             names = ", ".join(without[:3]) + (f" and {len(without) - 3} more" if len(without) > 3 else "")
-            _say(f"icltheory: note: {str(k)[:40]} is not a key of {names}; those run without it")
+            parts.append(f"{str(k)[:40]} is not a key of {names}")
+    if parts:  # said by _say_partial_keys once the input is known to be good (bad input: one line)
+        args._partial_keys_note = f"icltheory: note: {'; '.join(parts)}; those run without it"
     return settings
+
+
+def _say_partial_keys(args: argparse.Namespace) -> None:
+    """The one stderr line on --set keys that only some of the named claims have (unless
+    --quiet), once every input is checked and before anything runs."""
+    note = getattr(args, "_partial_keys_note", None)
+    if note and not getattr(args, "quiet", False):
+        _say(note)
 
 
 def _exit_for(verdicts: Sequence[Verdict]) -> int:
@@ -210,10 +220,10 @@ def _print_verdict(v: Verdict) -> None:
     from .report._plain import plain  # the notes are Markdown with TeX: as terminal text
 
     for r in v.reasons:
-        print(f"    reason: {plain(r)}")
+        print(f"    reason: {plain(str(r))}")
     if not v.internal_error:  # (an internal error's notes hold its traceback: --debug prints them)
         for n in v.notes:
-            print(f"    note: {plain(n)}")
+            print(f"    note: {plain(str(n))}")
 
 
 def _summary_line(v: Verdict) -> str:
@@ -276,6 +286,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 apply_predictions(c.id, c.constants(s), m, c.informational)
             elif m:  # no constants there: what can be told without them
                 check_prediction_keys(c.id, c.predictions, m, c.informational)
+    _say_partial_keys(args)
     if args.dry_run:
         return _dry_run(claims, settings, args.json)
     verdicts = []
@@ -347,6 +358,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     claims = all_claims() if args.all or not args.claims else resolve_claims(args.claims)
     settings = _settings_for(claims, args)
     check_out_dir(args.out)  # before any check runs
+    _say_partial_keys(args)
     workers = args.jobs if args.jobs is not None else _cores()
     recover(args.out)  # finish or discard what a killed run left behind
     update, close = progress_bar("report", args.quiet)

@@ -4,7 +4,7 @@
 
 Runs ``pytest -q -n auto -m "not slow"`` with the list switched off (``ICLTHEORY_DEV_TIER_ALL=1``)
 and reads each test's call time from pytest's duration report; every test of that tier whose
-call takes at least ``S`` seconds (default 1.0) is written to ``tests/slow_tests.txt``, which
+call takes at least ``S`` seconds (default 0.7) is written to ``tests/slow_tests.txt``, which
 ``tests/conftest.py`` marks ``slow``.  The full suite (README's test command) runs every test
 whatever the list says: the list only shapes the one-minute developer loop.  ``--print`` prints
 the list without writing it.
@@ -48,14 +48,19 @@ def measure() -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     seconds, show_only = 0.7, False
+    usage = "usage: python scripts/dev_tier.py [--seconds S] [--print]"
     it = iter(argv)
     for a in it:
         if a == "--seconds":
-            seconds = float(next(it))
+            try:
+                seconds = float(next(it))
+            except (StopIteration, ValueError):
+                print(f"--seconds needs a number; {usage}")
+                return 2
         elif a == "--print":
             show_only = True
         else:
-            print(f"unknown argument {a!r}; usage: python scripts/dev_tier.py [--seconds S] [--print]")
+            print(f"unknown argument {a!r}; {usage}")
             return 2
     times = measure()
     slow = sorted(t for t, s in times.items() if s >= seconds)

@@ -191,7 +191,7 @@ def _listed_slow() -> frozenset[str]:
     if os.environ.get("ICLTHEORY_DEV_TIER_ALL") == "1" or not SLOW_LIST.exists():
         return frozenset()
     lines = SLOW_LIST.read_text(encoding="utf-8").splitlines()
-    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    return frozenset(line.strip() for line in lines if line.strip() and not line.strip().startswith("#"))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -450,3 +450,11 @@ def test_a_key_that_only_some_named_claims_have_is_noted(capsys):
     vs = json.loads(out)
     assert code == 0 and vs[0]["setting"]["N"] == 12 and "N" not in vs[1]["setting"]
     assert err.count("note: N is not a key of softmaxreg.vectorization; those run without it") == 1
+
+
+def test_bad_input_with_a_partial_key_is_still_one_line(capsys):
+    """The partial-key note is said only once the input is known to be good: a bad --predict
+    with such a key is one stderr line, exit 2."""
+    code, _, err = _run(["check", CLAIM, "softmaxreg.vectorization", "--set", "N=12",
+                         "--predict", "bogus=1", "--profile", "quick"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "note:" not in err, err

@@ -386,3 +386,25 @@ def test_a_typed_value_says_in_its_check_line_that_it_is_judged_to_its_digits():
     assert v.verdict == "holds" and "your value judged to the 2 significant digits typed (± 0.05)" in line, line
     v = run_check(_fake_claims.SquareMean(), {"profile": "quick"})
     assert all("typed" not in c.detail for c in v.checks)
+
+
+def test_a_judgement_stopped_by_the_time_limit_keeps_the_measurements_time():
+    """Where the time limit has passed by the judgement (a run off the main thread, which no
+    alarm interrupts, stops at its next tick instead), the verdict's runtime still counts the
+    measurement's seconds rather than 0."""
+    import time
+
+    import _fake_claims
+
+    from icltheory.core import Measurement, judge_claim
+    from icltheory.core._deadline import clear_time_limit, set_time_limit
+
+    claim = _fake_claims.SquareMean()
+    set_time_limit(0.001)
+    try:
+        time.sleep(0.01)
+        v = judge_claim(claim, {"profile": "quick"}, Measurement({}, runtime_s=2.0))
+    finally:
+        clear_time_limit()
+    assert v.verdict == "inconclusive" and "before the judgement" in v.reasons[0]
+    assert v.runtime_s >= 2.0

@@ -98,3 +98,9 @@ def test_a_boundary_without_a_holds_fails_change_lists_its_verdicts_along_the_ke
     line = b.summary()
     assert "no change between holds and fails found" in line
     assert "inconclusive at R=0.5…1.125, fails at R=1.75…3" in line and "larger --profile" in line
+
+
+def test_a_boundary_with_no_run_says_so():
+    from icltheory.explore._boundary import Boundary
+
+    assert "no run was made" in Boundary("x.claim", "R", {}, "quick").summary()

@@ -18,6 +18,15 @@ from icltheory.report._plain import plain
     (r"$\frac{a}{b}$, $\operatorname{tr}\Lambda$, $\{a\}$, $\unknown x$", "(a)/(b), trΛ, {a}, \\unknown x"),
     ("no formula: a $ sign alone, 3 < 4", "no formula: a $ sign alone, 3 < 4"),
     (r"$\Gamma\bar w_e$ and $\tilde\kappa(x_j,x_i)$", "Γw̄_e and κ̃(x_j,x_i)"),
+    ("costs $5 and $10, x**2 and **b**", "costs $5 and $10, x**2 and b"),
+    (r"$1/\binom{2\,\mathrm{runs}}{\mathrm{runs}}$, $\tfrac12$, $\frac{a^{2}}{b}$",
+     "1/C(2 runs, runs), 1/2, (a^2)/(b)"),
 ])
 def test_markdown_notes_read_as_plain_text(markdown, text):
     assert plain(markdown) == text
+
+
+def test_anything_printed_is_text():
+    """A claim may note or give as a reason something that is not a string: it is printed as
+    its text, never an exception."""
+    assert plain(ValueError("x $a$")) == "x a"

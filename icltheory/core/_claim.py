@@ -686,7 +686,9 @@ def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
         return _stopped(claim, setting, _not_run(setting))
     limit = time_limit_reason("before the judgement")
     if limit is not None:
-        return _stopped(claim, setting, limit)
+        stopped = _stopped(claim, setting, limit)
+        stopped.runtime_s = measurement.runtime_s + time.perf_counter() - t0  # what it ran
+        return stopped
     tb = None
     if constants is None:
         constants, tb = _theory_constants(claim, setting)

@@ -69,6 +69,8 @@ class Boundary:
     def summary(self) -> str:
         """A few lines for the terminal."""
         head = f"boundary of {self.claim} along {self.key} ({len(self.points)} runs)"
+        if not self.points:
+            return f"{head}: no run was made (the budget ran out first, or no point was a valid setting)"
         if not self.changes:
             segments: list[list] = []  # runs of one verdict along the key: [verdict, first, last]
             for x, _, v in self.points:
