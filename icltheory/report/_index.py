@@ -36,8 +36,8 @@ def render_index(records: Mapping[str, Mapping[str, Any]],
                  known: Iterable[tuple[str, str]] | None = None,
                  out_dir: str | Path | None = None) -> str:
     """The index: one row per claim with a report in the folder (``records``: claim id →
-    sidecar), plus the ``known`` claims (id, title) that have none, marked "not run"; then the
-    folder's sweeps (``out_dir``), if any."""
+    sidecar), then one line naming the ``known`` claims (id, title) that have none ("not run");
+    then the folder's sweeps (``out_dir``), if any."""
     titles = dict(known) if known is not None else None
     ids = set(records) | set(titles or ())
     lines = ["# icltheory reports", "",
@@ -49,11 +49,11 @@ def render_index(records: Mapping[str, Mapping[str, Any]],
              "says the summary is wrong, not the paper).", "",
              "| claim | title | provenance | verdict | setting | profile |",
              "|---|---|---|---|---|---|"]
+    unrun = sorted(cid for cid in ids if records.get(cid) is None)
     for cid in sorted(ids):
         rec = records.get(cid)
         title = (titles or {}).get(cid) or (rec or {}).get("title", "")
-        if rec is None:
-            lines.append(f"| `{_cell(cid)}` | {_cell(title)} | | not run | | |")
+        if rec is None:  # listed once, after the table
             continue
         if not rec.get("verdict"):
             lines.append(f"| `{_cell(cid)}` | {_cell(title)} | | unreadable report | | |")
@@ -66,6 +66,9 @@ def render_index(records: Mapping[str, Mapping[str, Any]],
             prov = f"**{prov}**"
         lines.append(f"| [`{_cell(cid)}`]({markdown_name(cid)}) | {_cell(title)} | {_cell(prov)} | {verdict} | "
                      f"{_cell(_setting_text(rec))} | {_cell(rec.get('profile', ''))} |")
+    if unrun:
+        lines += ["", f"Claims not run in this folder ({len(unrun)}; `icltheory describe CLAIM` says what "
+                  "each checks): " + ", ".join(f"`{_cell(cid)}`" for cid in unrun) + "."]
     extra = [sec for sec in (sweeps_section(out_dir), explorations_section(out_dir))
              if sec] if out_dir is not None else []
     return "\n".join(lines) + "\n" + "".join("\n" + sec for sec in extra)
