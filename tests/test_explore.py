@@ -101,6 +101,12 @@ def test_a_boundary_without_a_holds_fails_change_lists_its_verdicts_along_the_ke
 
 
 def test_a_boundary_with_no_run_says_so():
+    """No run at all, and grid points the budget left unrun, are said in the summary and the
+    record (they used to vanish from both)."""
     from icltheory.explore._boundary import Boundary
 
     assert "no run was made" in Boundary("x.claim", "R", {}, "quick").summary()
+    b = Boundary("x.claim", "R", {}, "quick", skipped=[(2.0, "not run"), (3.0, "not run")])
+    b.points = [(1.0, 0.5, "holds")]
+    assert "2 grid points not run (the budget was spent) at R=2, 3" in b.summary()
+    assert b.as_dict()["skipped"] == [{"value": 2.0, "why": "not run"}, {"value": 3.0, "why": "not run"}]

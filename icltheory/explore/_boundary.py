@@ -35,6 +35,8 @@ class Boundary:
     points: list[tuple[float, float | None, str]] = field(default_factory=list)
     changes: list[tuple[float, str, float, str]] = field(default_factory=list)
     log: bool = False
+    #: grid points left out: (value, "not run" — the budget was spent — or "invalid" setting)
+    skipped: list[tuple[float, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON record."""
@@ -42,7 +44,8 @@ class Boundary:
                 "profile": self.profile, "log_scale": self.log,
                 "points": [{"value": x, "margin": m, "verdict": v} for x, m, v in self.points],
                 "changes": [{"from": a, "from_verdict": va, "to": b, "to_verdict": vb,
-                             "width": abs(b - a)} for a, va, b, vb in self.changes]}
+                             "width": abs(b - a)} for a, va, b, vb in self.changes],
+                "skipped": [{"value": x, "why": why} for x, why in self.skipped]}
 
     def plot(self) -> Plot:
         """Margin against the key; each change marked by a vertical line at its midpoint."""
@@ -69,8 +72,13 @@ class Boundary:
     def summary(self) -> str:
         """A few lines for the terminal."""
         head = f"boundary of {self.claim} along {self.key} ({len(self.points)} runs)"
+        left = {why: [x for x, w in self.skipped if w == why] for why in ("not run", "invalid")}
+        tail = "".join(f"; {len(xs)} grid point{'s' if len(xs) > 1 else ''} "
+                       + ("not run (the budget was spent)" if why == "not run" else "not a valid setting")
+                       + f" at {self.key}={', '.join(f'{x:.6g}' for x in xs)}"
+                       for why, xs in left.items() if xs)
         if not self.points:
-            return f"{head}: no run was made (the budget ran out first, or no point was a valid setting)"
+            return f"{head}: no run was made{tail or ''}"
         if not self.changes:
             segments: list[list] = []  # runs of one verdict along the key: [verdict, first, last]
             for x, _, v in self.points:
@@ -82,9 +90,10 @@ class Boundary:
                               for v, a, b in segments)
             hint = ("; an inconclusive run may be decided at a larger --profile"
                     if any(v == "inconclusive" for v, _, _ in segments) else "")
-            return f"{head}: no change between holds and fails found ({along}){hint}"
+            return f"{head}: no change between holds and fails found ({along}){hint}{tail}"
         return "\n".join([head + ":"] + [f"    {va} at {self.key}={a:.6g} → {vb} at "
-                                         f"{self.key}={b:.6g}" for a, va, b, vb in self.changes])
+                                         f"{self.key}={b:.6g}" for a, va, b, vb in self.changes]
+                         + ([f"    ({tail[2:]})"] if tail else []))
 
 
 def boundary(claim: str | Claim, key: str, *, lo: float | None = None,
@@ -140,6 +149,10 @@ def boundary(claim: str | Claim, key: str, *, lo: float | None = None,
     grid = [a * (b / a) ** (i / (points - 1)) if log else a + (b - a) * i / (points - 1)
             for i in range(points)]
     verdicts = [run(x) for x in grid]
+    for x, v in zip(grid, verdicts):  # as the runs would have been set (an int key rounded)
+        xv = float(int(round(x))) if is_int else x
+        if v in ("not run", "invalid") and (xv, v) not in out.skipped:
+            out.skipped.append((xv, v))
     for (x0, v0), (x1, v1) in zip(zip(grid, verdicts), zip(grid[1:], verdicts[1:])):
         if {v0, v1} != {"holds", "fails"}:
             continue
