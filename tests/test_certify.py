@@ -49,8 +49,11 @@ def test_the_checker_accepts_real_certificates(args):
     rep = check_certificate(band.certificate)
     assert rep.status == "verified", rep.summary()
     assert rep.coverage == "exact" and rep.max_bound <= rep.upper
-    # the number the claims use is R² × the bound on ψ, and the check saw that too
+    # the number the claims use is R² × the bound on ψ, and the check saw that too (its report
+    # carries the certificate's factor, which its line names where it is not 1)
     assert band.upper >= float(Fraction(band.R) ** 2 * Fraction(rep.upper))
+    assert rep.factor == float(band.certificate.factor)
+    assert ("is at least" in rep.summary(False)) == (rep.factor != 1.0)
 
 
 def test_one_logit_needs_no_certificate():
