@@ -16,7 +16,7 @@ _SYMBOLS = {
     "top": "ᵀ", "to": "→", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠",
     "sim": "~", "in": "∈", "approx": "≈", "propto": "∝", "times": "×", "cdot": "·", "star": "*",
     "lVert": "‖", "rVert": "‖", "Vert": "‖", "lvert": "|", "rvert": "|", "partial": "∂",
-    "sqrt": "√", "infty": "∞", "sum": "Σ", "prod": "∏", "pm": "±", "ldots": "…", "dots": "…",
+    "infty": "∞", "sum": "Σ", "prod": "∏", "pm": "±", "ldots": "…", "dots": "…",
     "cdots": "⋯", "nabla": "∇", "langle": "⟨", "rangle": "⟩", "otimes": "⊗", "oplus": "⊕",
     "perp": "⊥", "Rightarrow": "⇒", "quad": " ", "qquad": "  ", ",": " ", ";": " ", "!": "",
     "int": "∫", "%": "%", "mid": "|", "setminus": "∖", "cap": "∩", "cup": "∪", "forall": "∀",
