@@ -863,8 +863,8 @@ def test_target_split_reassembles_the_pencil_entries():
 
 
 def test_stacked_form_combinations_enclose_their_values():
-    """Σ_l w_l X_l and A + t·C over stacks of second-order forms (interval weights, float
-    scalings): at random points of the box, every exact combination of values of the forms and
+    """Σ_l w_l X_l and A + s·C for every s in [1, t] over stacks of second-order forms (interval
+    weights, float scalings): at random points of the box, every exact combination of values of the forms and
     of weights inside their intervals lies in the result's range — and a form whose error term
     is dropped does not (the enclosure is not vacuous)."""
     from fractions import Fraction
@@ -901,7 +901,9 @@ def test_stacked_form_combinations_enclose_their_values():
         eps = np.where(rng.random((D, B)) < 0.3, np.sign(eps), eps)
         ws = wc + wr * rng.uniform(-1, 1, (L, B))
         xis = [np.sign(rng.uniform(-1, 1, (K, B))) for _ in range(L + 1)]
-        y = value(A, eps, xis[L]) + t * sum(ws[l] * value(X[l], eps, xis[l]) for l in range(L))
+        s = np.where(rng.random(B) < 0.3, t, 1.0 + (t - 1.0) * rng.random(B))  # t ∈ [1, t_max]
+        s = np.where(rng.random(B) < 0.15, 1.0, s)
+        y = value(A, eps, xis[L]) + s * sum(ws[l] * value(X[l], eps, xis[l]) for l in range(L))
         assert np.all(Rlo <= y) and np.all(y <= Rhi)
     # exact arithmetic at one box: the float combination's rounding is inside the error term
     k, bx = 0, 0
@@ -912,6 +914,18 @@ def test_stacked_form_combinations_enclose_their_values():
     Rb = bnb._affine(bare, bnb._combine(bnb._Forms(Xs.c, Xs.a, Xs.q, np.zeros_like(Xs.e)), w),
                      t).quad().range()
     assert np.any(Rb.hi.reshape(K, B) < Rhi - 1e-6)
+    # the span over t: constant forms (no linear or quadratic part, no error) at s = 1 and
+    # s = t lie in the range of A + s·C, s ∈ [1, t], and leave A + s̄·C's (midpoint s̄ alone)
+    def const(F):
+        return bnb._Forms(F.c, np.zeros_like(F.a), np.zeros_like(F.q), np.zeros_like(F.e))
+
+    sm = 0.5 * (1.0 + t)
+    A0, C0 = const(A), const(C)
+    Rs = bnb._affine(A0, C0, t).quad().range()
+    Rm = bnb._affine(A0, bnb._Forms(C0.c * sm, C0.a, C0.q, C0.e), np.ones(B)).quad().range()
+    for y in (A.c + C.c, A.c + t * C.c):
+        assert np.all((Rs.lo.reshape(K, B) <= y) & (y <= Rs.hi.reshape(K, B)))
+        assert np.any((y < Rm.lo.reshape(K, B)) | (y > Rm.hi.reshape(K, B)))
     assert isinstance(C.quad(), Quad)
 
 

@@ -369,16 +369,16 @@ def _combine(X: _Forms, w: list) -> _Forms:
     return _Forms(c, a, q, e * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
 
 
-def _affine(A: _Forms, C: _Forms, t: np.ndarray | None) -> _Forms:
-    """A + t·C for exact floats t ≥ 0 (B,) (None: t = 1); each coefficient rounded twice at
-    most (within 2⁻⁵¹ of |A's| + t|C's|)."""
+def _affine(A: _Forms, C: _Forms, t: np.ndarray) -> _Forms:
+    """A + s·C for every s in [1, t] (t ≥ 1 exact floats (B,)) as one stack of forms: the
+    midpoint s̄ of [1, t] combined in float, the half-width (rounded up: [s̄ − r, s̄ + r] ⊇
+    [1, t]) times |C| into the error, and the combination's rounding (two roundings per
+    coefficient, within 2⁻⁵¹ of |A's| + s̄|C's|; 2⁻⁵⁰ taken)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        if t is None:
-            c, a, q = A.c + C.c, A.a + C.a, A.q + C.q
-            e = A.e + C.e + 2.0 ** -51 * (A.mag + C.mag)
-        else:
-            c, a, q = A.c + t * C.c, A.a + t * C.a, A.q + t * C.q
-            e = A.e + t * C.e + 2.0 ** -51 * (A.mag + t * C.mag)
+        sm = 0.5 * (1.0 + t)
+        sr = _up(np.maximum(t - sm, sm - 1.0))
+        c, a, q = A.c + sm * C.c, A.a + sm * C.a, A.q + sm * C.q
+        e = A.e + sm * C.e + sr * (C.mag + C.e) + 2.0 ** -50 * (A.mag + sm * C.mag)
     return _Forms(c, a, q, e * (1.0 + 2.0 ** -40) + 2.0 ** -1000)
 
 
@@ -409,20 +409,21 @@ class _EigenProblem:
       combination of its corners' unit targets b_v and ‖y‖ ≥ ν_s (ν_s ≤ ⟨b̂_s, b_v⟩ at every
       corner, b̂_s the unit target of its centre); K is affine in b and λ_max(±K, G) convex,
       so with t = 1/‖y‖ ∈ [1, 1/ν_s], K(f, b) = Σ_v λ_v K(f, t·b_v), and the bound over s is
-      the largest over its corners and over the two ends t = 1 and t = 1/ν_s (convex in t).
-      The sub-patches' corners are the 3^k points of the grid (each coordinate's two ends and
-      its middle); a point that is a corner of several sub-patches is taken at t = 1 and at the
-      largest of their 1/ν_s (rounded up), which covers each of them by convexity in t.  The
+      the largest over its corners, each with t over all of [1, 1/ν_s] (the entries are
+      affine in t: one form per entry with t's range in its error term, second order in the
+      patch's widths, as 1/ν_s − 1 is).  The sub-patches' corners are the 3^k points of the
+      grid (each coordinate's two ends and its middle); a point that is a corner of several
+      sub-patches is taken with t up to the largest of their 1/ν_s (rounded up).  The
       excess over the patch is second order in its widths; halving them inside the box costs
       only linear combinations: the entries are affine in b, A_ij + Σ_l b_l X^l_ij
       (:meth:`_target_split`), so their forms are computed once per box and each grid point
-      and end is a linear combination of them (:func:`_combine`, :func:`_affine`);
+      is a linear combination of them (:func:`_combine`, :func:`_affine`);
     * over the logits, every entry of QᵀKQ (Q the G-orthonormal eigenbasis of K at the box
       centre — float, its departure from orthonormality bounded) is enclosed by a second-order
       form in g (:class:`~icltheory.bounds._interval.Quad`: the softmax relative to the largest
       logit, e^{−(z_0 − z_k)} with z_0 − z_k linear in g; the derived δ; TE·q_i; their
-      products) and by plain intervals (the softmax exact per coordinate), the narrower kept;
-      then :func:`_pencil_bound`.
+      products); then :func:`_pencil_bound`.  (Boxes too wide for the forms are bounded by
+      plain intervals instead, the softmax exact per coordinate and b over the whole patch.)
 
     ``upper`` also returns split scores: per gap, the first-order sensitivity of the extreme
     diagonal entries to it plus the forms' remainder spread over the gaps by width² (the
@@ -731,8 +732,9 @@ class _EigenProblem:
                     if quad:
                         W[i, j] = [us[i][k].square() if i == j else us[i][k] * us[j][k]
                                    for k in range(n)]
-                    Wi[i, j] = [usi[i][k].square() if i == j else usi[i][k] * usi[j][k]
-                                for k in range(n)]
+                    else:  # the forms' path needs no plain products
+                        Wi[i, j] = [usi[i][k].square() if i == j else usi[i][k] * usi[j][k]
+                                    for k in range(n)]
             # ---- the target patch: its grid points' unit vectors b_v, each with its t ≤ 1/ν
             if quad:
                 bvs, tvs, cends = self._target_grid(lo, hi)
@@ -768,32 +770,28 @@ class _EigenProblem:
                     sens.append(np.zeros((B, m)))
                     cen.append(np.stack(cv))
                     continue
-                # K is affine in the target: at c' = t·b_v the entries are A + t·C(b_v), and
-                # λ_max(±K, G) is convex in t, so t ∈ [1, 1/ν] is covered by its two ends
+                # K is affine in the target: at c' = t·b_v the entries are A + t·C(b_v), one
+                # stack of forms for every t ∈ [1, 1/ν]
                 wide_t = ~np.isfinite(tvs[v])
                 tv = np.where(wide_t, 1.0, tvs[v])
                 Cf = _combine(Xf, bv)
                 sv = np.zeros((B, m))
-                best = np.full(B, -np.inf)
                 cv = []
-                for tt in (None, tv):
-                    x_t = bv if tt is None else [x * Interval(tt) for x in bv]
-                    dli = self.d_int(*fi, *x_t[:m])
-                    Pf = _affine(Af, Cf, tt)
-                    R = Pf.quad().range()
-                    Rlo, Rhi = R.lo.reshape(len(keys), B), R.hi.reshape(len(keys), B)
-                    Mlo = np.zeros((B, m, m))
-                    Mhi = np.zeros((B, m, m))
-                    for idx, (i, j) in enumerate(keys):
-                        Pi = _entry(dli, Wi[i, j])
-                        Mlo[:, i, j] = Mlo[:, j, i] = np.maximum(Rlo[idx], Pi.lo)
-                        Mhi[:, i, j] = Mhi[:, j, i] = np.minimum(Rhi[idx], Pi.hi)
-                        if i == j and i in (0, m - 1):  # the extreme diagonal entries
-                            if tt is None:
-                                cv.append(Pf.c[idx])
-                            pe = np.where(np.isfinite(Pf.e[idx]), Pf.e[idx], 0.0)
-                            sv = np.maximum(sv, np.abs(Pf.a[idx]).T + pe[:, None] * wall)
-                    best = np.maximum(best, _pencil_bound(Mlo, Mhi, Fn))
+                Pf = _affine(Af, Cf, tv)
+                R = Pf.quad().range()
+                Rlo, Rhi = R.lo.reshape(len(keys), B), R.hi.reshape(len(keys), B)
+                Mlo = np.zeros((B, m, m))
+                Mhi = np.zeros((B, m, m))
+                for idx, (i, j) in enumerate(keys):
+                    Mlo[:, i, j] = Mlo[:, j, i] = Rlo[idx]
+                    Mhi[:, i, j] = Mhi[:, j, i] = Rhi[idx]
+                    if i == j and i in (0, m - 1):  # the extreme diagonal entries
+                        cv.append(Af.c[idx] + Cf.c[idx])  # at the grid point itself (t = 1)
+                        # the gaps' sensitivity: the span over t is the target's, left out
+                        pe = Af.e[idx] + 0.5 * (1.0 + tv) * Cf.e[idx]
+                        pe = np.where(np.isfinite(pe), pe, 0.0)
+                        sv = np.maximum(sv, np.abs(Pf.a[idx]).T + pe[:, None] * wall)
+                best = _pencil_bound(Mlo, Mhi, Fn)
                 bounds.append(np.where(wide_t, np.inf, best))
                 sens.append(sv)
                 cen.append(np.stack(cv))
