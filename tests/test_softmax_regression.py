@@ -663,8 +663,8 @@ def test_eigen_box_bound_encloses_the_pencil_on_random_boxes(n):
 def test_eigen_box_bound_encloses_the_pencil_at_five_logits():
     """The same enclosure check at n = 5, where the target patch is a grid of 27 points (the
     corners of its 8 half-width sub-patches) and the entries are combined per point from forms
-    computed once per box (the split into a target-free part and one part per target entry), at
-    both ends t = 1 and t = 1/ν of each sub-patch's scaling."""
+    computed once per box (the split into a target-free part and one part per target entry),
+    with t over all of [1, 1/ν] of each sub-patch's scaling in one stack of forms."""
     from proofs.softmax_regression.theory import _bnb as bnb
 
     pb = bnb._EigenProblem(5, 1.0)
@@ -863,10 +863,10 @@ def test_target_split_reassembles_the_pencil_entries():
 
 
 def test_stacked_form_combinations_enclose_their_values():
-    """Σ_l w_l X_l and A + s·C for every s in [1, t] over stacks of second-order forms (interval
-    weights, float scalings): at random points of the box, every exact combination of values of the forms and
-    of weights inside their intervals lies in the result's range — and a form whose error term
-    is dropped does not (the enclosure is not vacuous)."""
+    """Σ_l w_l X_l and A + s·C for every s in [1, t] over stacks of second-order forms
+    (interval weights, float scalings): at random points of the box, every exact combination
+    of values of the forms and of weights inside their intervals lies in the result's range —
+    and a form whose error term is dropped does not (the enclosure is not vacuous)."""
     from fractions import Fraction
 
     from icltheory.bounds._interval import Interval, Quad
@@ -893,7 +893,7 @@ def test_stacked_form_combinations_enclose_their_values():
     w = [Interval(wc[l] - wr[l], wc[l] + wr[l]) for l in range(L)]
     C = bnb._combine(Xs, w)
     A = forms(1.0)
-    t = 1.0 + rng.random(B)
+    t = np.where(rng.random(B) < 0.3, 1.0 + 9.0 * rng.random(B), 1.0 + rng.random(B))  # > 3 too
     R = bnb._affine(A, C, t).quad().range()
     Rlo, Rhi = R.lo.reshape(K, B), R.hi.reshape(K, B)
     for _ in range(200):
@@ -926,6 +926,11 @@ def test_stacked_form_combinations_enclose_their_values():
     for y in (A.c + C.c, A.c + t * C.c):
         assert np.all((Rs.lo.reshape(K, B) <= y) & (y <= Rs.hi.reshape(K, B)))
         assert np.any((y < Rm.lo.reshape(K, B)) | (y > Rm.hi.reshape(K, B)))
+    # the error part scales with s too: C all error (C.e at every s up to t) reaches t·C.e
+    Ce = bnb._Forms(np.zeros_like(C.c), np.zeros_like(C.a), np.zeros_like(C.q), C.e)
+    Re = bnb._affine(A0, Ce, t).quad().range()
+    assert np.all(A.c + t * C.e <= Re.hi.reshape(K, B))
+    assert np.all(A.c - t * C.e >= Re.lo.reshape(K, B))
     assert isinstance(C.quad(), Quad)
 
 

@@ -422,8 +422,9 @@ class _EigenProblem:
       centre — float, its departure from orthonormality bounded) is enclosed by a second-order
       form in g (:class:`~icltheory.bounds._interval.Quad`: the softmax relative to the largest
       logit, e^{−(z_0 − z_k)} with z_0 − z_k linear in g; the derived δ; TE·q_i; their
-      products); then :func:`_pencil_bound`.  (Boxes too wide for the forms are bounded by
-      plain intervals instead, the softmax exact per coordinate and b over the whole patch.)
+      products); then :func:`_pencil_bound`.  Plain intervals (the softmax exact per
+      coordinate, b over the whole patch) bound every box first; the forms run on the boxes
+      narrow enough for them that are still above the threshold, the smaller bound kept.
 
     ``upper`` also returns split scores: per gap, the first-order sensitivity of the extreme
     diagonal entries to it plus the forms' remainder spread over the gaps by width² (the
