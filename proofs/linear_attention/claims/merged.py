@@ -385,10 +385,15 @@ class MergedSigmoid(Claim):
                       why="ODE error / slope σ'(t_half) = rσ∞/4, plus linear interpolation on the grid "
                           "≤ max|σ''|Δt²/(8σ'(t_half)) < 0.05·r·Δt²")
         L = m["flow_loss"]
-        q0 = 2 * lam * float(sig[0])
-        ctx.close("L(0) = tr Λ (the initial plateau)", key="loss_initial", measured=float(L[0]),
-                  rtol=q0 + 1e-12,
-                  why="L(σ₀) = Dλ(1 − 2λσ₀ + λ²cσ₀²): within 2λσ₀ relative of tr Λ")
+        s0, cc = float(pred["sigma_0"]), float(pred["c"])
+        offset = 1.0 - 2.0 * lam * s0 + lam**2 * cc * s0**2  # the init's distance from the saddle
+        ctx.close("L(σ₀) = tr Λ·(1 − 2λσ₀ + λ²cσ₀²): the initial plateau, tr Λ less the init's offset",
+                  judges=("loss_initial",), predicted=float(pred["loss_initial"]) * offset,
+                  measured=float(L[0]), rtol=1e-10,
+                  why="along M = σI the population loss is exactly Dλ(1 − 2λσ + λ²cσ²), tr Λ at the "
+                      "saddle σ = 0; the flow starts at σ₀, so its L(0) is tr Λ less that offset (2λσ₀ to "
+                      "first order); both sides are float64 sums of a few terms: 1e-10 relative, the "
+                      "tolerance of an exact identity")
         if reached:
             ds = abs(s_end - s_inf) + tol
             ctx.close("L(σ(t_end)) = L*", key="loss_final", measured=float(L[-1]),
