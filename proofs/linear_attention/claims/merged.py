@@ -389,11 +389,12 @@ class MergedSigmoid(Claim):
         offset = 1.0 - 2.0 * lam * s0 + lam**2 * cc * s0**2  # the init's distance from the saddle
         ctx.close("L(σ₀) = tr Λ·(1 − 2λσ₀ + λ²cσ₀²): the initial plateau, tr Λ less the init's offset",
                   judges=("loss_initial",), predicted=float(pred["loss_initial"]) * offset,
-                  measured=float(L[0]), rtol=1e-10,
+                  measured=float(L[0]),
+                  atol=1e-10 * D * lam * (1.0 + 2.0 * lam * s0 + lam**2 * cc * s0**2),
                   why="along M = σI the population loss is exactly Dλ(1 − 2λσ + λ²cσ²), tr Λ at the "
                       "saddle σ = 0; the flow starts at σ₀, so its L(0) is tr Λ less that offset (2λσ₀ to "
-                      "first order); both sides are float64 sums of a few terms: 1e-10 relative, the "
-                      "tolerance of an exact identity")
+                      "first order); both sides are float64 sums of a few terms: 1e-10 of the terms' size, "
+                      "the tolerance of an exact identity")
         if reached:
             ds = abs(s_end - s_inf) + tol
             ctx.close("L(σ(t_end)) = L*", key="loss_final", measured=float(L[-1]),
