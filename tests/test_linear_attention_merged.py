@@ -124,6 +124,23 @@ def test_negative_controls_fail():
     assert _run("linattn.merged.sigmoid", predict={"t_half": str(th * 1.2)}).verdict == "fails"
 
 
+def test_sigmoid_initial_plateau_is_judged_exactly_and_to_the_digits_typed():
+    """The initial plateau: L(σ₀) = tr Λ·(1 − 2λσ₀ + λ²cσ₀²) at an exact identity's tolerance (the
+    margin is not the init's offset), a tr Λ typed to 5 digits is judged to them, and a tr Λ
+    wrong in its 4th digit, or a wrong σ₀, fails that check."""
+    name = "L(σ₀) = tr Λ·(1 − 2λσ₀ + λ²cσ₀²)"
+    kw = dict(D=3, lambdas="0.123456789,0.123456789,0.123456789")
+    v = _run("linattn.merged.sigmoid", **kw)
+    c = next(c for c in v.checks if c.name.startswith(name))
+    assert c.passed and c.margin > 0.5, (c.detail, c.margin)
+    typed = _run("linattn.merged.sigmoid", predict={"loss_initial": "0.37037"}, **kw)
+    assert next(c for c in typed.checks if c.name.startswith(name)).passed
+    for wrong in ({"loss_initial": "0.3705"}, {"sigma_0": "6e-07"}):
+        bad = _run("linattn.merged.sigmoid", predict=wrong, **kw)
+        assert next(c for c in bad.checks if c.name.startswith(name)).passed is False, wrong
+        assert bad.verdict == "fails"
+
+
 def test_other_settings_hold():
     """Not the paper's numbers: another scale λ, size, heads and spectrum."""
     assert _run("linattn.merged.sigmoid", D=3, N=12, H=2, lambdas="0.25,0.25,0.25", w_init=0.01,

@@ -661,15 +661,15 @@ def test_eigen_box_bound_encloses_the_pencil_on_random_boxes(n):
 
 
 def test_eigen_polish_climbs_to_feasible_values_as_high_as_nelder_mead():
-    """The eigen bound's local search (a batched compass search) returns ψ at a feasible point
-    it returns — in the box, the logits inside the ball — no lower than where it started, and at
-    least as high as SciPy's Nelder–Mead from the same start (an independent optimiser), at
-    n = 3, 4, 5 and ρ = 1, 4."""
+    """The eigen bound's local search (a batched compass search) returns ψ at the feasible point
+    it returns — in the domain's box, the logits inside the ball — no lower than where it
+    started, and at least as high (to 1e-6) as SciPy's Nelder–Mead from the same start (an
+    independent optimiser), at n = 3, 4, 5 and ρ = 1, 2, 4, 9."""
     from scipy.optimize import minimize
 
     from proofs.softmax_regression.theory import _bnb as bnb
 
-    for n, rho in ((3, 1.0), (4, 1.0), (4, 4.0), (5, 1.0)):
+    for n, rho in ((3, 1.0), (4, 1.0), (4, 4.0), (4, 9.0), (5, 1.0), (5, 2.0)):
         pb = bnb._EigenProblem(n, rho)
         lo, hi, _ = pb.initial()
         glo, ghi = lo.min(axis=0), hi.max(axis=0)
@@ -689,7 +689,7 @@ def test_eigen_polish_climbs_to_feasible_values_as_high_as_nelder_mead():
 
         r = minimize(lambda y: -pb.value(at(y))[0], x0[free], method="Nelder-Mead",
                      options={"maxiter": 1500, "xatol": 1e-10, "fatol": 1e-14})
-        assert val >= -r.fun * (1 - 1e-9), (n, rho, val, -r.fun)
+        assert val >= -r.fun * (1 - 1e-6), (n, rho, val, -r.fun)
 
 
 def test_eigen_box_bound_encloses_the_pencil_at_five_logits():

@@ -386,15 +386,23 @@ class MergedSigmoid(Claim):
                           "≤ max|σ''|Δt²/(8σ'(t_half)) < 0.05·r·Δt²")
         L = m["flow_loss"]
         s0, cc = float(pred["sigma_0"]), float(pred["c"])
-        offset = 1.0 - 2.0 * lam * s0 + lam**2 * cc * s0**2  # the init's distance from the saddle
+        factor = 1.0 - 2.0 * lam * s0 + lam**2 * cc * s0**2  # L(σ₀)/tr Λ: the init's offset
+        # a value typed as a rounded decimal stands for every value that rounds to it: half a
+        # unit in its last digit, carried to L(σ₀) (through the factor, ∂L/∂σ₀ and ∂L/∂c)
+        half = {k: float(np.max(ctx.typed[k][0])) if k in ctx.typed else 0.0
+                for k in ("loss_initial", "sigma_0", "c")}
+        typed = (half["loss_initial"] * factor + half["sigma_0"] * D * lam * abs(2 * lam - 2 * lam**2 * cc * s0)
+                 + half["c"] * D * lam**3 * s0**2)
         ctx.close("L(σ₀) = tr Λ·(1 − 2λσ₀ + λ²cσ₀²): the initial plateau, tr Λ less the init's offset",
-                  judges=("loss_initial",), predicted=float(pred["loss_initial"]) * offset,
+                  judges=("loss_initial", "sigma_0", "c"), predicted=float(pred["loss_initial"]) * factor,
                   measured=float(L[0]),
-                  atol=1e-10 * D * lam * (1.0 + 2.0 * lam * s0 + lam**2 * cc * s0**2),
+                  atol=1e-10 * D * lam * (1.0 + 2.0 * lam * s0 + lam**2 * cc * s0**2) * (1 + 1e-9) + typed,
                   why="along M = σI the population loss is exactly Dλ(1 − 2λσ + λ²cσ²), tr Λ at the "
                       "saddle σ = 0; the flow starts at σ₀, so its L(0) is tr Λ less that offset (2λσ₀ to "
                       "first order); both sides are float64 sums of a few terms: 1e-10 of the terms' size, "
-                      "the tolerance of an exact identity")
+                      "the tolerance of an exact identity"
+                      + ("; plus half a unit in the last digit of the values typed, carried to L(σ₀)"
+                         if typed > 0 else ""))
         if reached:
             ds = abs(s_end - s_inf) + tol
             ctx.close("L(σ(t_end)) = L*", key="loss_final", measured=float(L[-1]),

@@ -512,16 +512,18 @@ class _EigenProblem:
         pts[:, :m] = g * sc[:, None]
         return pts
 
-    def polish(self, x0, lo, hi, tol: float = 1e-10, batches: int = 250):
-        """A local maximum of ψ from x0 within [lo, hi] (coordinates with lo = hi stay fixed),
-        the gaps scaled into the ball (so the sphere, where the maximum often lies, is reached):
-        a compass search whose every round evaluates, in one batch, the steps ± s along each free
-        coordinate and along each pair of them (the ridges towards the maximum run along the
-        sphere and the faces g_k = 0, seldom along one axis); an improving step is taken, then
-        doubled while it improves, and its coordinate's step size doubles; a round without
-        improvement halves every step size.  It ends when the steps fall below ``tol`` × the
-        ranges or after ``batches`` rounds.  Deterministic; every value returned is ψ at a
-        feasible point."""
+    def polish(self, x0, lo, hi, tol: float = 1e-10, batches: int = 400):
+        """A local maximum of ψ from x0: a feasible point of the domain, searched in [lo, hi]
+        (coordinates with lo = hi not searched) with the gaps then scaled into the ball (so the
+        sphere, where the maximum often lies, is reached; the scaling can take gaps below lo).
+        A compass search whose every round evaluates, in one batch, the steps ± s along each
+        free coordinate, along each pair of them (the ridges towards the maximum run along the
+        sphere and the faces g_k = 0, seldom along one axis) and along 2k seeded random
+        directions (kinks of ψ, where two eigenvalues cross); an improving step is taken,
+        then doubled while it improves (at most 60 times), and its coordinate's step size
+        doubles; a round without improvement halves every step size.  It ends when the steps
+        fall below ``tol`` × the ranges or after ``batches`` rounds.  Deterministic; the value
+        returned is ψ at the point returned."""
         lo, hi = np.asarray(lo, float), np.asarray(hi, float)
         free = np.flatnonzero(lo < hi)
         x = self._into_ball(np.clip(np.asarray(x0, float), lo, hi)[None, :])[0]
@@ -538,8 +540,14 @@ class _EigenProblem:
         s = 0.25 * (hi - lo)[free]
         stop = tol * (hi - lo)[free]
         rounds = 0
+        rng = np.random.default_rng(0)  # the random directions: the same for every call
         while rounds < batches and np.any(s > stop):
             step = s[owner][:, None] * E
+            # and 2k random directions at the same scales: at a kink of ψ (two eigenvalues
+            # crossing) no axis or pair of axes may ascend while another direction does
+            rand = np.zeros((2 * k, len(x)))
+            rand[:, free] = rng.standard_normal((2 * k, k)) * s / np.sqrt(2.0)
+            step = np.concatenate([step, rand])
             cand = self._into_ball(np.clip(np.concatenate([x + step, x - step]), lo, hi))
             vals = self.value(cand)
             rounds += 1
@@ -549,11 +557,11 @@ class _EigenProblem:
                 continue
             d = cand[best] - x
             x, fx = cand[best], float(vals[best])
-            s[owner[best % len(E)]] *= 2.0
-            while rounds < batches:  # further along the improving step while it improves
+            if best % len(step) < len(E):
+                s[owner[best % len(step)]] *= 2.0
+            for _ in range(60):  # further along the improving step while it improves
                 y = self._into_ball(np.clip((x + d)[None, :], lo, hi))
                 vy = float(self.value(y)[0])
-                rounds += 1
                 if not vy > fx:
                     break
                 x, fx, d = y[0], vy, 2.0 * d
