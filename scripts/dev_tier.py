@@ -1,13 +1,14 @@
 """Measure the developer tier and write the list of its tests that are left to the full suite.
 
-    python scripts/dev_tier.py [--seconds S] [--print]
+    python scripts/dev_tier.py [--seconds S] [--keep] [--print]
 
 Runs ``pytest -q -n auto -m "not slow"`` with the list switched off (``ICLTHEORY_DEV_TIER_ALL=1``)
 and reads each test's call time from pytest's duration report; every test of that tier whose
 call takes at least ``S`` seconds (default 0.7) is written to ``tests/slow_tests.txt``, which
 ``tests/conftest.py`` marks ``slow``.  The full suite (README's test command) runs every test
-whatever the list says: the list only shapes the one-minute developer loop.  ``--print`` prints
-the list without writing it.
+whatever the list says: the list only shapes the one-minute developer loop.  ``--keep`` also
+keeps the tests already listed that the tier still runs (a list measured on a slower machine is
+not shortened by a faster one).  ``--print`` prints the list without writing it.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def measure() -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    seconds, show_only = 0.7, False
-    usage = "usage: python scripts/dev_tier.py [--seconds S] [--print]"
+    seconds, show_only, keep = 0.7, False, False
+    usage = "usage: python scripts/dev_tier.py [--seconds S] [--keep] [--print]"
     it = iter(argv)
     for a in it:
         if a == "--seconds":
@@ -59,16 +60,22 @@ def main(argv: list[str]) -> int:
                 return 2
         elif a == "--print":
             show_only = True
+        elif a == "--keep":
+            keep = True
         else:
             print(f"unknown argument {a!r}; {usage}")
             return 2
     times = measure()
-    slow = sorted(t for t, s in times.items() if s >= seconds)
-    kept = sum(s for t, s in times.items() if s < seconds)
+    listed = set()
+    if keep and LIST.exists():
+        listed = {line.strip() for line in LIST.read_text(encoding="utf-8").splitlines()
+                  if line.strip() and not line.lstrip().startswith("#")}
+    slow = sorted(t for t, s in times.items() if s >= seconds or t in listed)
+    kept = sum(s for t, s in times.items() if t not in slow)
     left = sum(times[t] for t in slow)
     text = HEADER.format(s=seconds) + "".join(t + "\n" for t in slow)
-    print(f"{len(slow)} tests at or above {seconds:g} s ({left:.0f} s of calls) left to the full suite; "
-          f"the tier keeps {kept:.0f} s of calls")
+    print(f"{len(slow)} tests at or above {seconds:g} s{' or listed before' if keep else ''} "
+          f"({left:.0f} s of calls) left to the full suite; the tier keeps {kept:.0f} s of calls")
     if show_only:
         print(text, end="")
     else:
