@@ -387,12 +387,17 @@ class MergedSigmoid(Claim):
         L = m["flow_loss"]
         s0, cc = float(pred["sigma_0"]), float(pred["c"])
         factor = 1.0 - 2.0 * lam * s0 + lam**2 * cc * s0**2  # L(σ₀)/tr Λ: the init's offset
-        # a value typed as a rounded decimal stands for every value that rounds to it: half a
-        # unit in its last digit, carried to L(σ₀) (through the factor, ∂L/∂σ₀ and ∂L/∂c)
+        # a value typed as a rounded decimal stands for every value that rounds to it (± half a
+        # unit in its last digit): the allowance is L(σ₀)'s largest change over those values,
+        # T(1 − 2λσ + λ²cσ²) being linear in T = tr Λ and c and convex in σ (its extremes at the
+        # corners, or at σ's vertex 1/(λc) when that lies inside)
         half = {k: float(np.max(ctx.typed[k][0])) if k in ctx.typed else 0.0
                 for k in ("loss_initial", "sigma_0", "c")}
-        typed = (half["loss_initial"] * factor + half["sigma_0"] * D * lam * abs(2 * lam - 2 * lam**2 * cc * s0)
-                 + half["c"] * D * lam**3 * s0**2)
+        T, hs = float(pred["loss_initial"]), half["sigma_0"]
+        typed = max(abs(t * (1.0 - 2.0 * lam * x + lam**2 * c * x**2) - T * factor)
+                    for t in (T - half["loss_initial"], T + half["loss_initial"])
+                    for c in (cc - half["c"], cc + half["c"])
+                    for x in (s0 - hs, s0 + hs, min(max(1.0 / (lam * c), s0 - hs), s0 + hs)))
         ctx.close("L(σ₀) = tr Λ·(1 − 2λσ₀ + λ²cσ₀²): the initial plateau, tr Λ less the init's offset",
                   judges=("loss_initial", "sigma_0", "c"), predicted=float(pred["loss_initial"]) * factor,
                   measured=float(L[0]),
