@@ -1,5 +1,6 @@
 """The verifier core: settings, claims, derivations, checks, verdicts and the registry."""
 
+from ._background import Background as Background
 from ._cache import cached as cached
 from ._cache import clear_caches as clear_caches
 from ._cache import derived as derived

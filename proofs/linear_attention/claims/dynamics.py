@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 
 from icltheory.backends import get_backend
-from icltheory.core import BUDGETS, Claim, Cost, PlantedError, Prediction, lazy_module
+from icltheory.core import BUDGETS, Background, Claim, Cost, PlantedError, Prediction, lazy_module
 from icltheory.dynamics import BLAS3_WORK, batch_work
 
 from ..settings import _RTOL, RankSetting, SeparateSetting, typical_scale
@@ -619,12 +620,23 @@ class SaddleToSaddle(Claim):
         pre = _init_premise(s, p0)
         if pre is not None:
             return {"premise": pre}
-        ra, reading, controls = _population_run(s, run, p0, n_learn, settle=1.0)
-        out = {"run": ra, "reading": reading, "controls": controls, "fs": [], "fs_premise": _fs_premise(s)}
+        fs_premise = _fs_premise(s)
+        n_fs = 0 if fs_premise else min(s.fs_seeds, s.seeds)
+        xp = get_backend(s.backend)
+
+        def training_set(k: int, tick):
+            return ex.models.sampled_moments(s.P, s.N, np.diag(s.lam), run.rng(20, k), tick=tick, xp=xp)
+
+        # (b)'s first training set is drawn in NumPy kernels beside (a)'s flow, which runs mostly
+        # in the interpreter (the same numbers either way: its own random stream)
+        drawing = Background(training_set, 0) if n_fs else None
+        with drawing if drawing is not None else contextlib.nullcontext():
+            ra, reading, controls = _population_run(s, run, p0, n_learn, settle=1.0)
+            first = drawing.result(run.tick) if drawing is not None else None
+        out = {"run": ra, "reading": reading, "controls": controls, "fs": [], "fs_premise": fs_premise}
         pfull = ex.training.init_separate(run.rng(1), s.seeds, s.H, s.R, s.D, s.w_init, full=True)
-        for k in range(0 if out["fs_premise"] else min(s.fs_seeds, s.seeds)):
-            xp = get_backend(s.backend)
-            mom = ex.models.sampled_moments(s.P, s.N, np.diag(s.lam), run.rng(20, k), tick=run.tick, xp=xp)
+        for k in range(n_fs):
+            mom = first if k == 0 else training_set(k, run.tick)
             p_k = {n: v[k:k + 1] for n, v in pfull.items()}
             if s.integrator == "flow":  # a small SciPy ODE: the backend computes the moments only
                 left = BUDGETS[s.profile][0] - ra.solver["total_work"] - sum(r.solver["total_work"] for r, _ in out["fs"])
