@@ -296,3 +296,32 @@ def test_cached_theory_gives_the_same_bytes(tmp_path):
     assert len(list((tmp_path / "c" / "derived").glob("*.pkl"))) >= 4
     read = run()
     assert written == read
+
+
+def test_numpy_lambdify_namespace_makes_the_same_functions():
+    """``lambdify_modules("numpy")`` (NumPy's module objects, no ``from numpy import *``) gives
+    lambdify the namespace the string "numpy" gives it: the same generated code and the same
+    values, for elementary functions, piecewise ones, the imaginary unit, Heaviside and a
+    matrix product's entry."""
+    import inspect
+
+    import numpy as np
+    import sympy as sp
+
+    from icltheory.symbolic import lambdify_modules
+
+    x, y = sp.symbols("x y", real=True)
+    A = sp.MatrixSymbol("A", 2, 2)
+    exprs = [1 + x / 3, sp.exp(x) * sp.sqrt(y) + sp.Abs(x - y), sp.log(1 + x**2) - sp.atan(y),
+             sp.Piecewise((x, x > y), (y**2, True)), sp.Max(x, y) - sp.Min(x, 2 * y), sp.Heaviside(x - y),
+             sp.re((x + sp.I * y) ** 2), sp.tanh(x) / (1 + sp.cosh(y))]
+    rng = np.random.default_rng(0)
+    xs, ys = rng.normal(size=50), np.abs(rng.normal(size=50)) + 0.1
+    for e in exprs:
+        f_str, f_mod = sp.lambdify((x, y), e, "numpy"), sp.lambdify((x, y), e, lambdify_modules("numpy"))
+        assert inspect.getsource(f_str) == inspect.getsource(f_mod)
+        assert np.array_equal(np.asarray(f_str(xs, ys)), np.asarray(f_mod(xs, ys)))
+    M = rng.normal(size=(2, 2))
+    prod_str, prod_mod = (sp.lambdify(A, (A * A.T)[0, 1] + A[1, 1], m) for m in ("numpy", lambdify_modules("numpy")))
+    assert inspect.getsource(prod_str) == inspect.getsource(prod_mod) and prod_str(M) == prod_mod(M)
+    assert lambdify_modules("mpmath") == "mpmath"

@@ -7,4 +7,5 @@ from ._gaussian import symmetric_matrix as symmetric_matrix
 from ._exact import exact as exact
 from ._exact import exact_list as exact_list
 from ._lowered import Lowered as Lowered
+from ._lowered import lambdify_modules as lambdify_modules
 from ._lowered import lowered as lowered

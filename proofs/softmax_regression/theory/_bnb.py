@@ -47,6 +47,7 @@ from icltheory.bounds._interval import (Interval, Quad, _up, branch_and_bound,
                                         exp_interval_fast, lambdify_interval)
 from icltheory.certify import BoxCertificate, SoftmaxPencil, SoftmaxRatio
 from icltheory.core import cached
+from icltheory.symbolic import lambdify_modules
 
 from . import _hessian as hessian
 
@@ -80,7 +81,7 @@ def _lowered(loss: str, n: int):
     rh = hessian.reduced_hessian(loss, n)
     args = list(rh.x) + list(rh.v)
     value = lambdify_interval(args, rh.psi)
-    return rh, value, sp.lambdify(args, rh.psi, "numpy"), dual_gradient(value)
+    return rh, value, sp.lambdify(args, rh.psi, lambdify_modules("numpy")), dual_gradient(value)
 
 
 def reduced_value(loss: str, z: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -237,7 +238,7 @@ def _lowered_delta(n: int):
     rm = hessian.reduced_matrix(n)
     args = list(rm.x) + list(rm.c)
     return (rm, lambdify_interval(args, sp.Tuple(*rm.delta)),
-            sp.lambdify(args, sp.Tuple(*rm.delta), "numpy"))
+            sp.lambdify(args, sp.Tuple(*rm.delta), lambdify_modules("numpy")))
 
 
 def _numeric_K(d_num, f: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ import sympy as sp
 
 from icltheory.bounds import arb_eval
 from icltheory.core import Derivation, cached, derived, verify_identity
+from icltheory.symbolic import lambdify_modules
 
 from . import _symbolic as sym
 
@@ -488,5 +489,5 @@ def _gradient_rows(n_value: int) -> dict:
     u = sp.Matrix(1, n_value, [sp.exp(v) for v in z])
     Bm = sp.Matrix(1, n_value, b)
     F = u / sum(u)
-    return {"normalized": sp.lambdify(z + b, sym.normalized_P(F, Bm), "numpy"),
-            "rescaled": sp.lambdify(z + b, sym.rescaled_P(u, Bm), "numpy")}
+    return {"normalized": sp.lambdify(z + b, sym.normalized_P(F, Bm), lambdify_modules("numpy")),
+            "rescaled": sp.lambdify(z + b, sym.rescaled_P(u, Bm), lambdify_modules("numpy"))}
