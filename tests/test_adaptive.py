@@ -465,12 +465,13 @@ def _large_c_state(nw, lam, N, rng):
     return nw.layout(vs[None], K, K.copy()) + 1e-6 * rng.standard_normal((1, H + 2 * H * D))
 
 
-@pytest.mark.parametrize("c", [1e2, 1e8, 1e13])
+@pytest.mark.parametrize("c", [1e2, 1e4, 1e6, 1e8, 1e13])
 def test_small_states_solve_backward_stably_at_large_c(c):
     """At λ_min = 1e-6 the corrector runs with c‖J‖ ≈ 1e13, where the Woodbury solve's backward
     error (≈ 1e-11) stalled it; a state this small is factorised densely, and its solve's normwise
     backward error ‖(I − cJ)x − b‖ / (‖I − cJ‖‖x‖ + ‖b‖) stays at round-off (≤ 1e-15; the Woodbury
-    form gives ≈ 1e-11 at c = 1e13)."""
+    form gives ≈ 1e-11 at c = 1e13): with the inverse alone while c‖J‖∞ ≤ 1e6, refined once on
+    its residual above."""
     lam = np.array([0.5, 0.0594604, 0.00707107, 0.0008409, 1e-6])
     rng = np.random.default_rng(3)
     nw = flows.SeparateHeadsNewton(lam, 20, 5, 1, 1)
@@ -479,6 +480,7 @@ def test_small_states_solve_backward_stably_at_large_c(c):
     A = np.eye(y.shape[1]) - c * nw.dense_jacobian(y)[0]
     nw.select(np.arange(1))
     assert nw.factor(np.arange(1), None, y, np.array([c])).all()
+    assert nw._refine_work[0] == (c * np.abs(nw.dense_jacobian(y)[0]).sum(1).max() > nw.REFINE_ABOVE)
     b = rng.standard_normal(y.shape[1])
     x = nw.solve(b[None])[0]
     eta = np.linalg.norm(A @ x - b) / (np.linalg.norm(A, 2) * np.linalg.norm(x) + np.linalg.norm(b))

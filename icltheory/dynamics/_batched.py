@@ -73,6 +73,7 @@ BLAS3_WORK = 0.05
 
 _K = MAX_ORDER + 1  # differences 0..k used by the predictor and the dense output
 _J = np.arange(_K)
+_INV_J = 1.0 / np.arange(1, _K)
 # per order k: the predictor's weights (Σ_{j≤k} ∇^j y) and ψ's (Σ_{1≤j≤k} γ_j ∇^j y / α_k)
 _PW = np.zeros((_K, 2, _K))
 for _k in range(1, _K):
@@ -106,10 +107,8 @@ def _newton_basis(s: np.ndarray) -> np.ndarray:
     s = np.asarray(s, float)
     out = np.empty(s.shape + (_K,))
     out[..., 0] = 1.0
-    shifted = s[..., None] + _J[:-1]  # s + (j − 1), j = 1..5
-    for j in range(1, _K):
-        np.multiply(out[..., j - 1], shifted[..., j - 1], out=out[..., j])
-        out[..., j] /= j
+    # C_j = C_{j−1}·(s + j − 1)/j: a running product of (s + j − 1)/j, j = 1..5
+    np.cumprod((s[..., None] + _J[:-1]) * _INV_J, axis=-1, out=out[..., 1:])
     return out
 
 
@@ -234,6 +233,9 @@ def _update_tables() -> np.ndarray:
 #: where each row's array of differences keeps the corrector's difference d of the step being taken
 _D_ROW = MAX_ORDER + 3
 _UPD = _update_tables()
+#: per order k, the entries (j, i ≤ k) a step-size change acts on; the identity elsewhere
+_KEEP = (_J[None, :, None] <= _J[:, None, None]) & (_J[None, None, :] <= _J[:, None, None])
+_EYE = np.eye(_K)
 
 
 def _rescale_matrices(order: np.ndarray, ratio: np.ndarray) -> np.ndarray:
@@ -241,9 +243,7 @@ def _rescale_matrices(order: np.ndarray, ratio: np.ndarray) -> np.ndarray:
     interpolating polynomial of order ``order`` evaluated at the new spacing and differenced
     again; identity beyond the order)."""
     C = _newton_basis(-_J[None, :] * ratio[:, None])  # (r, m, i) = C_i(−mρ)
-    T = np.einsum("jm,rmi->rji", _BINOM, C)
-    keep = _J[None, :] <= order[:, None]
-    return np.where(keep[:, :, None] & keep[:, None, :], T, np.eye(_K))
+    return np.where(_KEEP[order], _BINOM @ C, _EYE)
 
 
 def integrate_batch(fun: Callable, y0: np.ndarray, *, newton, t_bound: np.ndarray, rtol, atol, first_step,
@@ -303,6 +303,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
     ntol_f = np.maximum(10 * np.finfo(float).eps / rtol_f, _NEWTON_TOL)
     bound = t_bound
     rec = np.asarray(record if record is not None else [], float)
+    rec_next = np.append(rec, np.inf)  # the record after index i (inf past the last)
     obs_fn = observe if observe is not None else (lambda y: y)
     first_obs = np.asarray(obs_fn(y0))
     obs = np.full((B, rec.size) + first_obs.shape[1:], np.nan)
@@ -408,11 +409,13 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         yp = PWk @ Dw[:, :_K]
         y_pred, psi = yp[:, 0], yp[:, 1]
         c = h * Ck
-        need = ~(np.abs(c / fc - 1.0) <= _REUSE)  # (fc nan: no factorisation)
+        mismatch = np.abs(c / fc - 1.0)  # nan: no factorisation
+        need = ~(mismatch <= _REUSE)
         if need.any():
             pi = np.flatnonzero(need)
             ok = newton.factor(pi, t_new[pi], y_pred[pi], c[pi])
             fc[pi] = np.where(ok, c[pi], np.nan)
+            mismatch[pi] = np.where(ok, 0.0, np.nan)
             fresh[pi] = True  # a singular matrix at the current point: the step is halved
             crate[pi] = 0.7
             work.nfactor += pi.size
@@ -423,8 +426,9 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         d = Dw[:, _D_ROW]
         d[...] = 0.0
         live = np.isfinite(fc)
-        # a kept factorisation for another c contracts by about |c/c_f − 1| at best
-        crate = np.where(live, np.maximum(crate, np.abs(c / np.where(live, fc, 1.0) - 1.0)), crate)
+        # a kept factorisation for another c contracts by about |c/c_f − 1| at best (fmax: a row
+        # without a factorisation keeps its rate)
+        crate = np.fmax(crate, mismatch)
         conv = np.zeros(act.size, bool)
         n_iter = np.zeros(act.size, int)
         c_col = c[:, None]
@@ -521,19 +525,24 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 if (hi > lo).any():
                     wi = np.flatnonzero(hi > lo)
                     cnt = hi[wi] - lo[wi]
-                    rr = np.repeat(wi, cnt)
-                    ii = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt) + np.repeat(lo[wi], cnt)
-                    Cb = _newton_basis((rec[ii] - t_rows[rr]) / h_used[rr]) * _PW[kc[rr], 0]
-                    # the states at the record times, one product per recording row with its
-                    # differences (not a copy of them per record; a row's records do not depend
-                    # on the rows recording beside it)
-                    y_rec = np.empty((rr.size, Dk.shape[2]))
-                    ends = np.cumsum(cnt).tolist()
-                    for j, a_, b_ in zip(wi.tolist(), [0] + ends[:-1], ends):
-                        y_rec[a_:b_] = Cb[a_:b_] @ Dk[j, :_K]
+                    # the states at the record times: per recording row its records (padded to
+                    # the most any row has) times its differences, in one einsum (its sums run
+                    # in the same order whatever the number of rows and records, so a row's
+                    # records do not depend on the rows recording beside it, bit for bit — a
+                    # stacked matmul's do: one record takes BLAS's matrix-vector path)
+                    span = _J[:1] if cnt.max() == 1 else np.arange(cnt.max())
+                    valid = span < cnt[:, None]
+                    ii = np.minimum(lo[wi][:, None] + span, rec.size - 1)
+                    Cb = (_newton_basis((rec[ii] - t_rows[wi][:, None]) / h_used[wi][:, None])
+                          * _PW[kc[wi], 0][:, None, :])
+                    Y = np.einsum("wmk,wkn->wmn", Cb, Dk[:, :_K] if wi.size == Dk.shape[0] else Dk[wi, :_K])
+                    if valid.all():
+                        rr, ii, y_rec = np.repeat(wi, span.size), ii.ravel(), Y.reshape(-1, Y.shape[2])
+                    else:
+                        rr, ii, y_rec = np.broadcast_to(wi[:, None], valid.shape)[valid], ii[valid], Y[valid]
                     obs[rows[rr], ii] = np.asarray(obs_fn(y_rec))
                     irw[aidx[wi]] = hi[wi]
-                    next_rec[aidx[wi]] = np.where(hi[wi] < rec.size, rec[np.minimum(hi[wi], rec.size - 1)], np.inf)
+                    next_rec[aidx[wi]] = rec_next[hi[wi]]
             ev_changed = False
             if events is not None:
                 g_new = np.asarray(events(Dk[:, 0]), float)
@@ -570,17 +579,16 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 ssz = sizes_w[ga]
                 lo_e = Dk[sel, sk] * (_ERR[np.maximum(sk - 1, 1)][:, None] * inv_scl)
                 hi_e = Dk[sel, sk + 2] * (_ERR[sk + 1][:, None] * inv_scl)
-                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                    e_lo = np.where(sk > 1, np.sqrt((lo_e * lo_e).sum(1) / ssz), np.inf)
-                    e_hi = np.where(sk < MAX_ORDER, np.sqrt((hi_e * hi_e).sum(1) / ssz), np.inf)
-                    fac = np.stack([e_lo ** (-1.0 / sk), err[ga] ** (-1.0 / (sk + 1)), e_hi ** (-1.0 / (sk + 2))],
-                                   axis=1)
+                e_lo = np.where(sk > 1, np.sqrt(np.einsum("rn,rn->r", lo_e, lo_e) / ssz), np.inf)
+                e_hi = np.where(sk < MAX_ORDER, np.sqrt(np.einsum("rn,rn->r", hi_e, hi_e) / ssz), np.inf)
+                fac = np.stack([e_lo, err[ga], e_hi], axis=1) ** (-1.0 / (sk[:, None] + _J[:3]))
                 fac = np.where(np.isnan(fac), 0.0, fac)
                 best = np.argmax(fac, axis=1)
                 new_k = sk + best - 1
                 factor = np.minimum(_MAX_FACTOR, safety[ga] * fac[sar, best])
                 # a small increase at the same order is not taken: it would cost a new factorisation
-                factor = np.where((new_k == sk) & (factor >= 1.0) & (factor < _MIN_INCREASE), 1.0, factor)
+                if _MIN_INCREASE > 1.0:
+                    factor = np.where((new_k == sk) & (factor >= 1.0) & (factor < _MIN_INCREASE), 1.0, factor)
                 Dk[sel, :_K] = _rescale_matrices(new_k, factor) @ Dk[sel, :_K]
                 if (new_k != sk).any():
                     kr[ga] = new_k

@@ -263,7 +263,7 @@ class SeparateHeadsNewton:
 
     States of at most :data:`DENSE_MAX` numbers are factorised densely instead (the analytic
     Jacobian, :meth:`dense_jacobian`; a batched inverse of $I-cJ$, each solve refined once on its
-    residual): the Woodbury form is not backward stable — at $c\lVert J\rVert\approx10^{13}$
+    residual where $c\lVert J\rVert_\infty$ > :data:`REFINE_ABOVE`): the Woodbury form is not backward stable — at $c\lVert J\rVert\approx10^{13}$
     (λ_min = 1e-6) its solves carry backward errors ≈ 1e-11 where an LU's are ≈ 1e-22, enough to
     stall the corrector (6954 Newton failures and 10296 steps where the dense factorisation takes
     3024; the inverse without the refinement step, 7088) — and at that size the dense
@@ -271,6 +271,11 @@ class SeparateHeadsNewton:
 
     #: the largest state (H + 2HRD numbers) factorised densely
     DENSE_MAX = 160
+    #: a dense solve is refined once on its residual where c‖J‖∞ exceeds this: below it the
+    #: inverse's solve errs by ≲ c‖J‖·ε ≤ 2e-10 of the Newton update (the corrector tolerates a
+    #: few per cent), above it (λ_min = 1e-6: c‖J‖ ≈ 1e13) the refinement keeps the corrector
+    #: from stalling
+    REFINE_ABOVE = 1e6
 
     def __init__(self, lam, N: int, H: int, R: int, rows: int):
         lam = np.asarray(lam, float)
@@ -303,6 +308,7 @@ class SeparateHeadsNewton:
         self._lam, self._N = lam, N
         self._dense_jac: dict = {}  # rank → (the field's row Jacobians, its layout's permutation)
         self._dense_full = np.zeros((rows, 2, n, n) if self.dense else (0, 2, 0, 0))
+        self._refine_full = np.zeros(rows if self.dense else 0, bool)  # per row: its solves are refined
         self.select(np.arange(rows))
 
     @staticmethod
@@ -389,6 +395,7 @@ class SeparateHeadsNewton:
                 full = np.zeros((done.size,) + self._dense_full.shape[1:])
                 full[:, :, keep[:, None], keep[None, :]] = self._dense_work[done]
                 self._dense_full[back] = full
+                self._refine_full[back] = self._refine_work[done]
             else:
                 for i, (whole, work) in enumerate(zip(self._full, self._work)):
                     if i in (1, 4, 5):
@@ -402,6 +409,7 @@ class SeparateHeadsNewton:
         if self.dense:  # the rows' inverses on the working layout's columns
             keep = self.columns(R)
             self._dense_work = self._dense_full[rows][:, :, keep[:, None], keep[None, :]]
+            self._refine_work = self._refine_full[rows]
             return
         Ginv, g, Nf, F, Kv, Qv = (a[rows] for a in self._full)
         self._work = (Ginv, g[:, :, :R].copy(), Nf, F, Kv[:, :, :R].copy(), Qv[:, :, :R].copy())
@@ -429,10 +437,12 @@ class SeparateHeadsNewton:
         r = pos.size
         if self.dense:
             n = y.shape[1]
-            Mx = np.eye(n) - c[:, None, None] * self.dense_jacobian(y)
+            J = self.dense_jacobian(y)
+            Mx = np.eye(n) - c[:, None, None] * J
             inv, ok = _inverses(Mx)
             self._dense_work[pos, 0] = inv
             self._dense_work[pos, 1] = Mx
+            self._refine_work[pos] = c * np.abs(J).sum(-1).max(-1) > self.REFINE_ABOVE
             self._dirty[pos] = True
             return ok
         v, K, Q, M = self.parts(y)
@@ -492,10 +502,14 @@ class SeparateHeadsNewton:
 
     def solve(self, rhs):
         """Solve with every working row's factorisation."""
-        if self.dense:  # with the inverse, then one step of refinement on the residual
-            inv, Mx = self._dense_work[:, 0], self._dense_work[:, 1]
+        if self.dense:  # with the inverse, then (at large c‖J‖) one step of refinement on the residual
+            inv = self._dense_work[:, 0]
             x = (inv @ rhs[:, :, None])[:, :, 0]
-            return x + (inv @ (rhs - (Mx @ x[:, :, None])[:, :, 0])[:, :, None])[:, :, 0]
+            if self._refine_work.any():
+                i = np.flatnonzero(self._refine_work)
+                inv_i, Mx_i = inv[i], self._dense_work[i, 1]
+                x[i] += (inv_i @ (rhs[i] - (Mx_i @ x[i][:, :, None])[:, :, 0])[:, :, None])[:, :, 0]
+            return x
         H, D = self.H, self.D
         Ginv, g, Nf, F, Kv, Qv = self._work
         r = rhs.shape[0]
