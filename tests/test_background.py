@@ -62,3 +62,52 @@ def test_leaving_the_block_early_stops_the_worker_at_its_next_tick():
                 threading.Event().wait(0.001)
             raise RuntimeError("the caller failed")
     assert not job._thread.is_alive()
+
+
+def test_the_worker_has_the_callers_floating_point_error_settings():
+    """A measurement runs under ``np.errstate(over="raise", …)`` (per thread in NumPy): an
+    overflow in the worker is raised to the caller, not passed on as inf."""
+
+    def overflow(tick):
+        return np.array([1e308]) * 10.0
+
+    with np.errstate(over="raise"):
+        with Background(overflow) as job:
+            with pytest.raises(FloatingPointError):
+                job.result()
+    with np.errstate(over="ignore"):
+        with Background(overflow) as job:
+            assert np.isinf(job.result()[0])
+
+
+def test_blas_stays_on_one_thread_for_the_whole_block():
+    """The BLAS limit is process-wide: the block holds it at one thread, so the caller's own
+    scoped limits (the flows enter and leave one) cannot switch the worker's thread count — and
+    its sums — mid-run; after the block the caller's limit is back."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from icltheory.core._threads import one_blas_thread
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # BLAS loaded
+    if not blas_threads():
+        pytest.skip("no BLAS library threadpoolctl can see")
+    seen = []
+
+    def watch(tick):
+        for _ in range(20):
+            seen.append(blas_threads())
+            tick(0.5, "watching")
+            threading.Event().wait(0.002)
+
+    with threadpool_limits(2, user_api="blas"):
+        with Background(watch) as job:
+            for _ in range(10):
+                with one_blas_thread():
+                    pass
+            job.result()
+            assert blas_threads() == {1}
+        assert blas_threads() == {2}
+    assert seen and all(s == {1} for s in seen)

@@ -4,8 +4,11 @@ A claim whose measurement has two independent parts — one that spends its time
 interpreter (an adaptive flow's lockstep loop) and one that spends it in NumPy kernels that
 release the GIL (drawing a training set and its moments) — finishes sooner on a two-core
 machine when the second runs beside the first.  The result is the same bytes either way: the
-worker's computation shares no state with the caller (its own random stream, its own arrays),
-and BLAS stays on one thread in both (:mod:`._threads`).
+worker's computation shares no state with the caller (its own random stream, its own arrays);
+BLAS is held on one thread for the whole block (:mod:`._threads` — the limit is process-wide,
+and a caller's own scoped limits would otherwise switch the worker's thread count mid-run); and
+the worker runs in a copy of the caller's context, so NumPy's floating-point error settings
+(``np.errstate``, per thread) are the caller's.
 
 The worker reports progress through the ``tick(fraction, what)`` it is given; the caller's own
 ``tick`` sees that progress while it waits in :meth:`Background.result`, so a long wait still
@@ -16,6 +19,8 @@ waits for it, so no thread outlives the block.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 from typing import Any, Callable
 
@@ -39,7 +44,8 @@ class Background:
         self._progress: tuple[float | None, str] = (None, "")
         self._value: Any = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._work, name="icltheory-background", daemon=True)
+        self._thread: threading.Thread | None = None
+        self._blas = contextlib.ExitStack()
 
     def _tick(self, fraction: float | None = None, what: str = "") -> None:
         if self._cancel.is_set():
@@ -55,16 +61,26 @@ class Background:
             self._error = exc
 
     def __enter__(self) -> "Background":
+        from ._threads import one_blas_thread
+
+        self._blas.enter_context(one_blas_thread())
+        context = contextvars.copy_context()  # the caller's NumPy error settings, among others
+        self._thread = threading.Thread(target=context.run, args=(self._work,), name="icltheory-background",
+                                        daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._cancel.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
+        self._blas.close()
 
     def result(self, tick: Callable[..., None] | None = None) -> Any:
         """The worker's value (its exception raised here), after it finished; meanwhile
         ``tick(fraction, what)`` is called with its latest progress every 50 ms."""
+        if self._thread is None:
+            raise RuntimeError("Background.result: use it inside its with block")
         while self._thread.is_alive():
             self._thread.join(self._POLL_S)
             if tick is not None and self._thread.is_alive():

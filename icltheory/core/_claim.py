@@ -616,7 +616,11 @@ def _over_budget(claim: Claim, setting: Setting) -> str | None:
 
 def measure_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None, *,
                   progress: ProgressFn | None = None) -> Measurement:
-    """Run the claim's experiment (no predictions involved) behind the error boundary."""
+    """Run the claim's experiment (no predictions involved) behind the error boundary, BLAS on
+    one thread (:mod:`icltheory.core._threads`: the same bytes on any machine, and for a
+    measurement that runs part of itself in a worker thread, whatever the timing)."""
+    from ._threads import one_blas_thread
+
     claim, setting = _claim_and_setting(claim, setting, "measure_claim")
     _checked_options("measure_claim", None, progress)
     t0 = time.perf_counter()
@@ -631,7 +635,7 @@ def measure_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | Non
     run = Run(setting, progress=progress,
               deadline=time.monotonic() + BUDGETS[setting.profile][2] * claim.budget_scale[0])
     values: dict[str, Any] = {}
-    with np.errstate(over="raise", invalid="raise", divide="raise"), b:
+    with one_blas_thread(), np.errstate(over="raise", invalid="raise", divide="raise"), b:
         values = dict(claim.measure(setting, run) or {})
     return Measurement(values, run.reasons + b.reasons, run.notes + b.notes,
                        time.perf_counter() - t0, b.internal)

@@ -54,9 +54,9 @@ _NEWTON_TOL = 0.03
 _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
 #: a row's factorisation of I − c_f J is kept for a step with another c while |c/c_f − 1| is at
 #: most this (the rule of Hindmarsh's LSODE/VODE): the corrector's fixed point does not depend
-#: on the iteration matrix, only its contraction, which for a dissipative J degrades by about
-#: |c/c_f − 1| — folded into the row's convergence-rate estimate, so a corrector that does not
-#: converge fast enough is refactorised as before.  Measured on Figs. 3 and 4's flows: 2.8× fewer
+#: on the iteration matrix, only its contraction, whose factor is then up to |c/c_f − 1| (for a
+#: symmetric dissipative J) — folded into the row's convergence-rate estimate, so a corrector
+#: that does not converge fast enough is refactorised as before.  Measured on Figs. 3 and 4's flows: 2.8× fewer
 #: factorisations for 4–5 % more steps (benchmarks/bench_flows.py)
 _REUSE = 0.3
 #: the smallest step increase taken at an unchanged order
@@ -411,6 +411,9 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         c = h * Ck
         mismatch = np.abs(c / fc - 1.0)  # nan: no factorisation
         need = ~(mismatch <= _REUSE)
+        # a factorisation kept for another c is not of this attempt's point: a Newton failure
+        # with it refactorises before it halves the step
+        fresh &= ~(mismatch > 0.0)
         if need.any():
             pi = np.flatnonzero(need)
             ok = newton.factor(pi, t_new[pi], y_pred[pi], c[pi])
@@ -426,8 +429,10 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         d = Dw[:, _D_ROW]
         d[...] = 0.0
         live = np.isfinite(fc)
-        # a kept factorisation for another c contracts by about |c/c_f − 1| at best (fmax: a row
-        # without a factorisation keeps its rate)
+        # with a factorisation kept for another c the corrector's error contracts by a factor of
+        # up to |c/c_f − 1| (J symmetric: on its dissipative directions, and on unstable ones while
+        # c_f·λ ≤ ½): the rate estimate starts at least there (fmax: a row without a
+        # factorisation keeps its rate)
         crate = np.fmax(crate, mismatch)
         conv = np.zeros(act.size, bool)
         n_iter = np.zeros(act.size, int)
