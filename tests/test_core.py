@@ -408,3 +408,61 @@ def test_a_judgement_stopped_by_the_time_limit_keeps_the_measurements_time():
         clear_time_limit()
     assert v.verdict == "inconclusive" and "before the judgement" in v.reasons[0]
     assert v.runtime_s >= 2.0
+
+
+def test_one_claim_is_found_without_importing_the_other_papers():
+    """A command about one claim imports entry points only until one declares it: in a fresh
+    process, looking up a categorical claim (the first built-in package in the registry's order)
+    imports no other paper."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from icltheory.core import get_claim; get_claim('catgd.training'); "
+            "print(sorted(m for m in ('proofs.linear_attention', 'proofs.nonlinear_regression', "
+            "'proofs.softmax_regression', 'proofs.categorical_icl') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['proofs.categorical_icl']"
+
+
+def test_the_lazy_lookup_finds_what_a_full_load_registers(monkeypatch):
+    """Every id resolves, lazily, to the object the full load registers; a plug-in declaring a
+    built-in's id does not replace it on either path, and a claim registered from Python is
+    found only where no entry point declares its id."""
+    from importlib import metadata
+
+    from icltheory.core import _registry
+
+    full = _registry._load()
+    for cid, claim in full.items():
+        assert _registry._first_declaring(cid) is claim
+    import sys
+    import types
+
+    from _fake_claims import SquareMean
+
+    class Imposter(SquareMean):
+        id = "linattn.merged.sigmoid"
+
+    class Newcomer(SquareMean):
+        id = "imposter.newcomer"
+
+    mod = types.ModuleType("_imposter_claims")
+    mod.CLAIMS = (Imposter(), Newcomer(), Newcomer())  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "_imposter_claims", mod)
+    ep = metadata.EntryPoint("imposter", "_imposter_claims:CLAIMS", _registry.GROUP)
+    real = metadata.entry_points
+
+    def eps(**kw):  # a plug-in (no distribution: not built in)
+        found = list(real(**kw))
+        return found + [ep] if kw.get("group") == _registry.GROUP else found
+
+    monkeypatch.setattr(metadata, "entry_points", eps)
+    _registry._load.cache_clear()
+    try:
+        assert _registry._first_declaring("linattn.merged.sigmoid") is full["linattn.merged.sigmoid"]
+        assert _registry._load()["linattn.merged.sigmoid"] is full["linattn.merged.sigmoid"]
+        assert _registry._first_declaring("imposter.newcomer") is mod.CLAIMS[1]
+        assert _registry._load()["imposter.newcomer"] is mod.CLAIMS[1]
+    finally:
+        _registry._load.cache_clear()
+    assert _registry._first_declaring("no.such.claim") is None

@@ -41,35 +41,51 @@ def _claims_of(obj: Any) -> list[Any]:
     return list(claims)
 
 
+def _builtin(ep: metadata.EntryPoint) -> bool:
+    return getattr(getattr(ep, "dist", None), "name", None) == "icltheory"
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    """The group's entry points in the order a load takes them: built-in papers first (a plug-in
+    cannot replace a built-in claim id), each value once (a distribution seen twice on
+    sys.path)."""
+    eps = sorted(metadata.entry_points(group=GROUP), key=lambda e: (not _builtin(e), e.name, e.value))
+    out, seen = [], set()
+    for ep in eps:
+        if ep.value not in seen:
+            seen.add(ep.value)
+            out.append(ep)
+    return out
+
+
+def _registered(ep: metadata.EntryPoint, errors: list[str]) -> list[Claim]:
+    """The claims of one entry point that a load registers (importing it), its problems
+    appended to ``errors``."""
+    try:
+        claims = _claims_of(ep.load())
+    except Exception as exc:  # a broken plug-in is reported, not fatal
+        errors.append(f"{ep.name} ({ep.value}): {type(exc).__name__}: {exc}")
+        return []
+    out = []
+    for claim in claims:
+        if not isinstance(claim, Claim):
+            errors.append(f"{ep.name}: holds a non-Claim {claim!r}")
+            continue
+        if claim.is_legacy() and not _builtin(ep):
+            errors.append(f"{ep.name}: claim {claim.id!r} declares no predictions (the "
+                          "claim contract requires predictions, planted errors, measure "
+                          "and judge); not registered")
+            continue
+        out.append(claim)
+    return out
+
+
 @lru_cache(maxsize=1)
 def _load() -> dict[str, Claim]:
     found: dict[str, Claim] = {}
     _ERRORS.clear()
-    def builtin(ep: metadata.EntryPoint) -> bool:
-        return getattr(getattr(ep, "dist", None), "name", None) == "icltheory"
-
-    # built-in papers first: a plug-in cannot replace a built-in claim id
-    eps = sorted(metadata.entry_points(group=GROUP),
-                 key=lambda e: (not builtin(e), e.name, e.value))
-    seen_values = set()
-    for ep in eps:
-        if ep.value in seen_values:  # the same distribution seen twice on sys.path
-            continue
-        seen_values.add(ep.value)
-        try:
-            claims = _claims_of(ep.load())
-        except Exception as exc:  # a broken plug-in is reported, not fatal
-            _ERRORS.append(f"{ep.name} ({ep.value}): {type(exc).__name__}: {exc}")
-            continue
-        for claim in claims:
-            if not isinstance(claim, Claim):
-                _ERRORS.append(f"{ep.name}: holds a non-Claim {claim!r}")
-                continue
-            if claim.is_legacy() and not builtin(ep):
-                _ERRORS.append(f"{ep.name}: claim {claim.id!r} declares no predictions (the "
-                               "claim contract requires predictions, planted errors, measure "
-                               "and judge); not registered")
-                continue
+    for ep in _entry_points():
+        for claim in _registered(ep, _ERRORS):
             if claim.id in found and found[claim.id] is not claim:
                 _ERRORS.append(f"{ep.name}: claim id {claim.id!r} declared twice; kept the first")
                 continue
@@ -77,6 +93,17 @@ def _load() -> dict[str, Claim]:
     for cid, claim in _EXTRA.items():
         found.setdefault(cid, claim)
     return dict(sorted(found.items()))
+
+
+def _first_declaring(claim_id: str) -> Claim | None:
+    """The claim a load registers under ``claim_id`` — the first declaration in the load's order,
+    else one registered from Python — importing entry points only until one declares it (a
+    command about one claim does not import the other papers)."""
+    for ep in _entry_points():
+        for claim in _registered(ep, []):
+            if claim.id == claim_id:
+                return claim
+    return _EXTRA.get(claim_id)
 
 
 def register(claim: Claim) -> None:
@@ -111,6 +138,10 @@ def get_claim(claim_id: str) -> Claim:
     if not isinstance(claim_id, str):
         raise TypeError(f"get_claim: the claim id must be a string such as "
                         f"'linattn.merged.sigmoid', got {type(claim_id).__name__}")
+    if not _load.cache_info().currsize:  # nothing loaded yet: import only up to its package
+        found = _first_declaring(claim_id)
+        if found is not None:
+            return found
     claims = _load()
     if claim_id not in claims:
         near = difflib.get_close_matches(claim_id, list(claims), n=3, cutoff=0.5)
