@@ -61,11 +61,12 @@ _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
 _REUSE = 0.3
 #: the smallest step increase taken at an unchanged order
 _MIN_INCREASE = 1.0
-#: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (≈ 2 ms a
-#: lockstep iteration — predictor, corrector iterations, error control, order and step changes,
-#: dense output — measured on Figs. 3 and 4's flows at small D, where it dominates; at the ≈ 1e9
-#: flop-equivalents per second the budgets assume)
-ITERATION_OVERHEAD = 2e6
+#: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (predictor,
+#: corrector iterations, error control, order and step changes, dense output): ≈ 0.2–0.35 ms of
+#: CPU an iteration on the project machine (0.16 ms on a trivial field; Fig. 3's two simulators
+#: 0.24 and 0.38 ms with their small fields and solves), at its ≈ 3e9 flop-equivalents per
+#: second (:data:`icltheory.core.WORK_RATE`) ≈ 1e6
+ITERATION_OVERHEAD = 1e6
 #: flop-equivalents per flop of a batched BLAS-3 kernel (matrix products of many rows at once, a
 #: batched inverse): such kernels run ≈ 20× faster than the ≈ 1e9 flop-equivalents per second the
 #: budgets assume (measured on the finite-sample flow's Jacobian and inverse, D = 4 … 7)

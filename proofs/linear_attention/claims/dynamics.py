@@ -821,7 +821,7 @@ class RankPlateaus(Claim):
 
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
 
-    work_calibration = 0.8
+    work_calibration = 0.65
     title = "Rank-R heads: directions are learned R at a time, so clear plateaus appear only at m ∈ {0, R, 2R, …}"
     source = f"{ARXIV}, §5 and Fig. 4 (rank-R key and query)"
     provenance = "third-party summary of the paper"
