@@ -169,7 +169,7 @@ def test_dask_at_a_scheduler_address(example):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1",
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         res = run_sweep(CLAIM, {"N": [2, 3]}, profile="quick", executor="dask",
                         scheduler=cluster.scheduler_address)
     local = run_sweep(CLAIM, {"N": [2, 3]}, profile="quick")
