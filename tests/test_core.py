@@ -435,6 +435,17 @@ def test_the_lazy_lookup_finds_what_a_full_load_registers(monkeypatch):
     full = _registry._load()
     for cid, claim in full.items():
         assert _registry._first_declaring(cid) is claim
+    # only the first lookup is lazy: a second one loads the registry once
+    monkeypatch.setitem(_registry._LAZY, "used", False)
+    _registry._load.cache_clear()
+    calls = []
+    monkeypatch.setattr(_registry, "_first_declaring", lambda cid, real=_registry._first_declaring: (
+        calls.append(cid), real(cid))[1])
+    assert _registry.get_claim("catgd.training") is full["catgd.training"]
+    assert not _registry._load.cache_info().currsize
+    assert _registry.get_claim("linattn.merged.sigmoid") is full["linattn.merged.sigmoid"]
+    assert calls == ["catgd.training"] and _registry._load.cache_info().currsize
+    monkeypatch.undo()
     import sys
     import types
 

@@ -28,6 +28,8 @@ __all__ = ["all_claims", "get_claim", "resolve_claims", "load_errors", "GROUP", 
 GROUP = "icltheory.claims"
 _EXTRA: dict[str, Claim] = {}
 _ERRORS: list[str] = []
+#: whether this process has made its one lookup without a full load (:func:`get_claim`)
+_LAZY = {"used": False}
 
 
 def _claims_of(obj: Any) -> list[Any]:
@@ -138,7 +140,10 @@ def get_claim(claim_id: str) -> Claim:
     if not isinstance(claim_id, str):
         raise TypeError(f"get_claim: the claim id must be a string such as "
                         f"'linattn.merged.sigmoid', got {type(claim_id).__name__}")
-    if not _load.cache_info().currsize:  # nothing loaded yet: import only up to its package
+    if not _load.cache_info().currsize and not _LAZY["used"]:
+        # the first lookup, nothing loaded yet: import only up to its package (a command about
+        # one claim); any further lookup loads every package once and reads the registry
+        _LAZY["used"] = True
         found = _first_declaring(claim_id)
         if found is not None:
             return found

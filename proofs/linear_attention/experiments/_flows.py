@@ -271,10 +271,11 @@ class SeparateHeadsNewton:
 
     #: the largest state (H + 2HRD numbers) factorised densely
     DENSE_MAX = 160
-    #: a dense solve is refined once on its residual where c‖J‖∞ exceeds this: below it the
-    #: inverse's solve errs by ≲ c‖J‖·ε ≤ 2e-10 of the Newton update (the corrector tolerates a
-    #: few per cent), above it (λ_min = 1e-6: c‖J‖ ≈ 1e13) the refinement keeps the corrector
-    #: from stalling
+    #: a dense solve is refined once on its residual where c‖J‖∞ exceeds this: the inverse's
+    #: solve errs by ≲ κ(I − cJ)·ε of the Newton update, and this flow's J is symmetric, so
+    #: κ ≲ 1 + c‖J‖ and below the threshold the error is ≤ 2e-10 (the corrector tolerates a few
+    #: per cent); above it (λ_min = 1e-6: c‖J‖ ≈ 1e13) the refinement keeps the corrector from
+    #: stalling
     REFINE_ABOVE = 1e6
 
     def __init__(self, lam, N: int, H: int, R: int, rows: int):
