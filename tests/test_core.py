@@ -410,18 +410,32 @@ def test_a_judgement_stopped_by_the_time_limit_keeps_the_measurements_time():
     assert v.runtime_s >= 2.0
 
 
-def test_one_claim_is_found_without_importing_the_other_papers():
-    """A command about one claim imports entry points only until one declares it: in a fresh
-    process, looking up a categorical claim (the first built-in package in the registry's order)
-    imports no other paper."""
+@pytest.mark.parametrize("claim_id, paper", [("catgd.training", "categorical_icl"),
+                                              ("softmaxreg.vectorization", "softmax_regression")])
+def test_one_claim_is_found_without_importing_the_other_papers(claim_id, paper):
+    """A command about one claim imports one paper: in a fresh process, looking up a claim
+    imports the built-in paper its id names (the last in the registry's order as well as the
+    first) and no other."""
     import subprocess
     import sys
 
-    code = ("import sys; from icltheory.core import get_claim; get_claim('catgd.training'); "
+    code = (f"import sys; from icltheory.core import get_claim; get_claim({claim_id!r}); "
             "print(sorted(m for m in ('proofs.linear_attention', 'proofs.nonlinear_regression', "
             "'proofs.softmax_regression', 'proofs.categorical_icl') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['proofs.categorical_icl']"
+    assert out.strip() == f"['proofs.{paper}']"
+
+
+def test_each_built_in_paper_declares_only_ids_under_its_entry_points_name():
+    """What lets a lookup import only the paper an id names: every claim of a built-in entry
+    point has an id whose first component is the entry point's name."""
+    from icltheory.core import _registry
+
+    built_in = [ep for ep in _registry._entry_points() if _registry._builtin(ep)]
+    assert len(built_in) == 4
+    for ep in built_in:
+        claims = _registry._registered(ep, [])
+        assert claims and all(c.id.split(".", 1)[0] == ep.name for c in claims), ep.name
 
 
 def test_the_lazy_lookup_finds_what_a_full_load_registers(monkeypatch):

@@ -99,9 +99,14 @@ def _load() -> dict[str, Claim]:
 
 def _first_declaring(claim_id: str) -> Claim | None:
     """The claim a load registers under ``claim_id`` — the first declaration in the load's order,
-    else one registered from Python — importing entry points only until one declares it (a
-    command about one claim does not import the other papers)."""
+    else one registered from Python — importing entry points only until one declares it, and of
+    the built-in papers only the one named by the id's first component (each declares only ids
+    under its own name: a test holds them to it), so a command about one claim imports one
+    paper."""
+    head = claim_id.split(".", 1)[0]
     for ep in _entry_points():
+        if _builtin(ep) and ep.name != head:
+            continue
         for claim in _registered(ep, []):
             if claim.id == claim_id:
                 return claim
