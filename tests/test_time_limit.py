@@ -74,3 +74,31 @@ def test_sweep_keeps_stopped_runs_out_of_its_store(capsys, tmp_path):
     assert took < 0.5 + 2 * SLACK
     store = next(tmp_path.glob("sweep-*/results.jsonl"))
     assert store.read_bytes().count(b"\n") == 0  # nothing finished, nothing stored
+
+
+def test_an_alarm_python_drops_is_raised_again(monkeypatch):
+    """The hard stop's alarm, raised where Python cannot propagate it (a garbage-collector
+    callback or a finaliser reports it as unraisable and goes on — here: code that swallows
+    it), fires again half a second later, so code that never ticks still stops; leaving the
+    block disarms it."""
+    import signal
+
+    from icltheory.core._deadline import TimeLimitReached, clear_time_limit, hard_stop, set_time_limit
+
+    set_time_limit(0.05)
+    swallowed = []
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(TimeLimitReached):
+            with hard_stop():
+                try:
+                    while time.monotonic() - t0 < 5.0:
+                        pass
+                except TimeLimitReached:  # dropped, as Python drops it in a gc callback
+                    swallowed.append(time.monotonic() - t0)
+                while time.monotonic() - t0 < 5.0:  # a loop that never ticks
+                    pass
+    finally:
+        clear_time_limit()
+    assert swallowed and time.monotonic() - t0 < 2.0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -5,8 +5,9 @@ The deadline is an absolute time (seconds since the epoch) kept in the environme
 ``processes`` executor, a local Dask cluster) inherit it.  It is enforced cooperatively: a
 claim not yet started when the deadline has passed is not started (its verdict is
 ``inconclusive``, naming the limit), and a running experiment stops at its next progress tick
-(:meth:`icltheory.core.Run.tick`); in a process's main thread a one-shot alarm
-(:func:`hard_stop`) also stops code that does not tick (a derivation, a solver).  A run stopped by the limit says so in its reasons, starting
+(:meth:`icltheory.core.Run.tick`); in a process's main thread an alarm (:func:`hard_stop`,
+repeated every half second until the block is left) also stops code that does not tick (a
+derivation, a solver).  A run stopped by the limit says so in its reasons, starting
 with :data:`MARK`, so that a sweep does not store it as a finished cell.
 """
 
@@ -79,9 +80,10 @@ class TimeLimitReached(BaseException):
 
 @contextlib.contextmanager
 def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None]:
-    """While inside, the time limit also interrupts code that does not tick: a one-shot
-    ``SIGALRM`` at the deadline raises ``exc_type`` (with :func:`time_limit_reason`) wherever
-    the main thread is.  Elsewhere (another thread, no ``setitimer``) nothing is armed and
+    """While inside, the time limit also interrupts code that does not tick: a ``SIGALRM`` at
+    the deadline raises ``exc_type`` (with :func:`time_limit_reason`) wherever the main thread
+    is, and again every half second while the block has not been left (an exception raised in a
+    garbage-collector callback or a finaliser is dropped by Python).  Elsewhere (another thread, no ``setitimer``) nothing is armed and
     only the cooperative checks apply."""
     global _ARMED
     left = seconds_left()
@@ -95,6 +97,10 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
         return
 
     def fire(signum: int, frame: object) -> None:
+        # armed again first: an exception raised where Python cannot propagate it (a garbage
+        # collector callback, a finaliser) is reported as unraisable and dropped, and the run
+        # would go on; the next alarm stops it (leaving the block disarms it)
+        signal.setitimer(signal.ITIMER_REAL, _REFIRE_S)
         raise exc_type(time_limit_reason("while the claim was running")
                        or f"{MARK}: the run's limit (--time-limit) passed")
 
@@ -111,3 +117,5 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
 
 #: whether a :func:`hard_stop` is armed in this process (they do not nest)
 _ARMED = False
+#: seconds after an alarm at which it fires again if the block has not been left
+_REFIRE_S = 0.5
