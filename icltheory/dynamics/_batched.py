@@ -59,8 +59,6 @@ _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
 #: that does not converge fast enough is refactorised as before.  Measured on Figs. 3 and 4's flows: 2.8× fewer
 #: factorisations for 4–5 % more steps (benchmarks/bench_flows.py)
 _REUSE = 0.3
-#: the smallest step increase taken at an unchanged order
-_MIN_INCREASE = 1.0
 #: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (predictor,
 #: corrector iterations, error control, order and step changes, dense output): ≈ 0.2–0.35 ms of
 #: CPU an iteration on the project machine (0.16 ms on a trivial field; Fig. 3's two simulators
@@ -592,9 +590,6 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                 best = np.argmax(fac, axis=1)
                 new_k = sk + best - 1
                 factor = np.minimum(_MAX_FACTOR, safety[ga] * fac[sar, best])
-                # a small increase at the same order is not taken: it would cost a new factorisation
-                if _MIN_INCREASE > 1.0:
-                    factor = np.where((new_k == sk) & (factor >= 1.0) & (factor < _MIN_INCREASE), 1.0, factor)
                 Dk[sel, :_K] = _rescale_matrices(new_k, factor) @ Dk[sel, :_K]
                 if (new_k != sk).any():
                     kr[ga] = new_k
