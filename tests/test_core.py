@@ -453,8 +453,13 @@ def test_the_lazy_lookup_finds_what_a_full_load_registers(monkeypatch):
     monkeypatch.setitem(_registry._LAZY, "used", False)
     _registry._load.cache_clear()
     calls = []
-    monkeypatch.setattr(_registry, "_first_declaring", lambda cid, real=_registry._first_declaring: (
-        calls.append(cid), real(cid))[1])
+    real_find = _registry._first_declaring
+
+    def counted(cid):
+        calls.append(cid)
+        return real_find(cid)
+
+    monkeypatch.setattr(_registry, "_first_declaring", counted)
     assert _registry.get_claim("catgd.training") is full["catgd.training"]
     assert not _registry._load.cache_info().currsize
     assert _registry.get_claim("linattn.merged.sigmoid") is full["linattn.merged.sigmoid"]

@@ -83,8 +83,8 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
     """While inside, the time limit also interrupts code that does not tick: a ``SIGALRM`` at
     the deadline raises ``exc_type`` (with :func:`time_limit_reason`) wherever the main thread
     is, and again every half second while the block has not been left (an exception raised in a
-    garbage-collector callback or a finaliser is dropped by Python).  Elsewhere (another thread, no ``setitimer``) nothing is armed and
-    only the cooperative checks apply."""
+    garbage-collector callback or a finaliser is dropped by Python).  Elsewhere (another thread,
+    no ``setitimer``) nothing is armed and only the cooperative checks apply."""
     global _ARMED
     left = seconds_left()
     if left is not None and left <= 0:

@@ -19,8 +19,8 @@ The linear algebra is the caller's (:class:`DenseNewton` inverts dense Jacobians
 structure supplies its own, e.g. block-diagonal plus low rank): ``newton.factor(rows, t, y, c)``
 prepares $I-cJ(t,y)$ for those rows (returning False if it is singular), ``newton.solve(rows, r)``
 solves with it.  A factorisation is kept while the row's $c$ stays within 30 % of the $c$ it was
-made for (:data:`_REUSE`); a Newton failure with
-an old Jacobian re-factorises at the current point, one with a fresh Jacobian halves the step.
+made for (:data:`_REUSE`); a Newton failure with an old Jacobian (or a factorisation kept for
+another $c$) re-factorises at the current point, one with a fresh Jacobian halves the step.
 
 Error control is per row on the RMS over the row's own ``sizes[b]`` components (rows may be
 zero-padded to a common width; padded components must stay exactly zero): each step's local
@@ -56,8 +56,8 @@ _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
 #: most this (the rule of Hindmarsh's LSODE/VODE): the corrector's fixed point does not depend
 #: on the iteration matrix, only its contraction, whose factor is then up to |c/c_f − 1| (for a
 #: symmetric dissipative J) — folded into the row's convergence-rate estimate, so a corrector
-#: that does not converge fast enough is refactorised as before.  Measured on Figs. 3 and 4's flows: 2.8× fewer
-#: factorisations for 4–5 % more steps (benchmarks/bench_flows.py)
+#: that does not converge fast enough is refactorised as before.  Measured on Figs. 3 and 4's
+#: flows: 2.8× fewer factorisations for 4–5 % more steps (benchmarks/bench_flows.py)
 _REUSE = 0.3
 #: flop-equivalents of one lockstep iteration's interpreter and numpy-call overhead (predictor,
 #: corrector iterations, error control, order and step changes, dense output): ≈ 0.2–0.35 ms of

@@ -263,11 +263,11 @@ class SeparateHeadsNewton:
 
     States of at most :data:`DENSE_MAX` numbers are factorised densely instead (the analytic
     Jacobian, :meth:`dense_jacobian`; a batched inverse of $I-cJ$, each solve refined once on its
-    residual where $c\lVert J\rVert_\infty$ > :data:`REFINE_ABOVE`): the Woodbury form is not backward stable — at $c\lVert J\rVert\approx10^{13}$
-    (λ_min = 1e-6) its solves carry backward errors ≈ 1e-11 where an LU's are ≈ 1e-22, enough to
-    stall the corrector (6954 Newton failures and 10296 steps where the dense factorisation takes
-    3024; the inverse without the refinement step, 7088) — and at that size the dense
-    factorisation costs no more."""
+    residual where $c\lVert J\rVert_\infty$ > :data:`REFINE_ABOVE`): the Woodbury form is not
+    backward stable — at $c\lVert J\rVert\approx10^{13}$ (λ_min = 1e-6) its solves carry backward
+    errors ≈ 1e-11 where an LU's are ≈ 1e-22, enough to stall the corrector (6954 Newton failures
+    and 10296 steps where the dense factorisation takes 3024; the inverse without the refinement
+    step, 7088) — and at that size the dense factorisation costs no more."""
 
     #: the largest state (H + 2HRD numbers) factorised densely
     DENSE_MAX = 160
