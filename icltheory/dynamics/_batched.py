@@ -387,8 +387,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             D_next = np.empty_like(Dw)  # the differences after a step every row accepts (then swapped)
             rtol_col, inv_sizes = rtol_w[:, None], 1.0 / sizes_w
             bw = bound[act]
-            next_rec = np.where(w["ir"] < rec.size, rec[np.minimum(w["ir"], max(rec.size - 1, 0))], np.inf) \
-                if rec.size else np.full(act.size, np.inf)
+            next_rec = rec_next[w["ir"]]
             recheck = False
             orders_changed = True
         if orders_changed:  # the tables of the rows' orders
