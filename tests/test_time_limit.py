@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -102,3 +103,53 @@ def test_an_alarm_python_drops_is_raised_again(monkeypatch):
         clear_time_limit()
     assert swallowed and time.monotonic() - t0 < 2.0
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("where", ["gc callback", "weakref callback in a collection"])
+def test_an_alarm_inside_a_collection_waits_until_it_returns(monkeypatch, where):
+    """An alarm that arrives while a garbage-collector callback, or a weak reference's callback
+    during a collection, runs would be dropped there (Python reports it as unraisable): it
+    waits until that code has returned and then stops the code that never ticks at once, with
+    nothing reported as unraisable."""
+    import gc
+    import weakref
+
+    from icltheory.core._deadline import TimeLimitReached, clear_time_limit, hard_stop, set_time_limit
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(u))
+    done = []
+
+    def slow(*_):  # the alarm lands in here
+        if not done:
+            t = time.monotonic()
+            while time.monotonic() - t < 0.3:
+                pass
+            done.append(time.monotonic())
+
+    class Node:
+        pass
+
+    keep = []
+    if where == "gc callback":
+        gc.callbacks.append(slow)
+    set_time_limit(0.05)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(TimeLimitReached):
+            with hard_stop():
+                if where != "gc callback":  # a cycle only the collector frees, watched by a weakref
+                    a, b = Node(), Node()
+                    a.b, b.a = b, a
+                    keep.append(weakref.ref(a, slow))
+                    del a, b
+                gc.collect()
+                while time.monotonic() - t0 < 5.0:  # a loop that never ticks
+                    pass
+    finally:
+        if where == "gc callback":
+            gc.callbacks.remove(slow)
+        clear_time_limit()
+    stopped = time.monotonic()
+    assert done and not unraisable
+    assert stopped - done[0] < 0.2  # at the next retry, not half a second later

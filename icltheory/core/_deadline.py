@@ -14,12 +14,13 @@ with :data:`MARK`, so that a sweep does not store it as a finished cell.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 import signal
 import threading
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 from ._errors import BadInput
 
@@ -83,8 +84,10 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
     """While inside, the time limit also interrupts code that does not tick: a ``SIGALRM`` at
     the deadline raises ``exc_type`` (with :func:`time_limit_reason`) wherever the main thread
     is, and again every half second while the block has not been left (an exception raised in a
-    garbage-collector callback or a finaliser is dropped by Python).  Elsewhere (another thread,
-    no ``setitimer``) nothing is armed and only the cooperative checks apply."""
+    garbage-collector callback or a finaliser is dropped by Python: an alarm that finds such code
+    on the stack waits until it has returned, and one that no frame shows is raised again).
+    Elsewhere (another thread, no ``setitimer``) nothing is armed and only the cooperative
+    checks apply."""
     global _ARMED
     left = seconds_left()
     if left is not None and left <= 0:
@@ -96,15 +99,19 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
         yield
         return
 
-    def fire(signum: int, frame: object) -> None:
-        # armed again first: an exception raised where Python cannot propagate it (a garbage
-        # collector callback, a finaliser) is reported as unraisable and dropped, and the run
-        # would go on; the next alarm stops it (leaving the block disarms it)
+    def fire(signum: int, frame: Any) -> None:
+        if _inside_dropping_frame(frame):  # raised there it would be dropped: try again shortly
+            signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
+            return
+        # armed again first: an exception raised where Python cannot propagate it and no frame
+        # shows it (a finaliser called from C) is reported as unraisable and dropped, and the
+        # run would go on; the next alarm stops it (leaving the block disarms it)
         signal.setitimer(signal.ITIMER_REAL, _REFIRE_S)
         raise exc_type(time_limit_reason("while the claim was running")
                        or f"{MARK}: the run's limit (--time-limit) passed")
 
     old = signal.signal(signal.SIGALRM, fire)
+    gc.callbacks.insert(0, _track_collection)  # first: its "start" precedes the other callbacks
     signal.setitimer(signal.ITIMER_REAL, max(float(left or 0.0), 1e-3))
     _ARMED = True
     try:
@@ -112,6 +119,8 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        gc.callbacks.remove(_track_collection)
+        _COLLECTING[0] = False
         _ARMED = False
 
 
@@ -119,3 +128,30 @@ def hard_stop(exc_type: type[BaseException] = TimeLimitReached) -> Iterator[None
 _ARMED = False
 #: seconds after an alarm at which it fires again if the block has not been left
 _REFIRE_S = 0.5
+#: seconds after an alarm that arrived inside a garbage-collector callback or a finaliser at
+#: which it fires again (such code is short; an exception raised there would be dropped)
+_RETRY_S = 0.01
+
+
+#: whether a garbage collection is under way (kept by :func:`_track_collection` while armed)
+_COLLECTING = [False]
+
+
+def _track_collection(phase: str, info: dict) -> None:
+    _COLLECTING[0] = phase == "start"
+
+
+def _inside_dropping_frame(frame: Any) -> bool:
+    """Whether the interrupted code runs inside a garbage collection (its finalisers and weak
+    reference callbacks), at any depth inside a garbage-collector callback (one of
+    ``gc.callbacks``), or in a ``__del__`` finaliser: Python reports an exception raised there
+    as unraisable and goes on, so the alarm waits until that code has returned."""
+    if _COLLECTING[0]:
+        return True
+    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        code = frame.f_code
+        if code in callbacks or code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
