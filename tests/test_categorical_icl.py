@@ -93,6 +93,70 @@ def test_backward_matches_central_differences(kinds):
             assert abs(fd - G[idx]) <= 1e-8 * max(1.0, abs(fd)), (P.shape, idx, fd, G[idx])
 
 
+def test_frozen_parts_still_pass_the_embedding_gradients():
+    """A frozen head or cross-attention keeps its own parameters fixed, not the model's: the
+    embeddings' gradients (the cross-attention's table ``W_x`` included, which a frozen
+    cross-attention still reads) match central differences with every block part frozen."""
+    rng, model, X, y, target, _, _ = _backprop_case(_KINDS[0], 8)
+    for blk in model.blocks:
+        blk.cross.frozen = True
+        for h in blk.heads:
+            h.frozen = True
+    logits, _, cache = M.forward(model, X, y)
+    g = M.backward(model, X, y, target, logits, cache)
+    assert all(not gh for gb in g["blocks"] for gh in gb["heads"]) and all(not gb["cross"] for gb in g["blocks"])
+
+    def total():
+        return M.query_loss(M.forward(model, X, y)[0], target).sum()
+
+    eps = 1e-6
+    for name in ("W_u", "W_v", "W_x", "W_ro"):
+        P, G = getattr(model, name), g[name].sum(0)
+        fd = np.zeros_like(P)
+        for idx in np.ndindex(P.shape):
+            old = P[idx]
+            P[idx] = old + eps
+            hi = total()
+            P[idx] = old - eps
+            lo = total()
+            P[idx] = old
+            fd[idx] = (hi - lo) / (2 * eps)
+        # the tolerance of test_backward_matches_central_differences
+        assert np.max(np.abs(fd - G)) <= 1e-8 * max(1.0, np.max(np.abs(fd))), (name, np.max(np.abs(fd - G)))
+
+
+@pytest.mark.parametrize("kernel", ["linear", "exp", "rbf", "laplacian", "softmax"])
+def test_gd_learner_gradients_match_central_differences(kernel):
+    """The GD learner's parameter gradients (W tied into all four embeddings, the steps α_k, the
+    kernel scale r), as training reads them, against central differences of the mean loss at
+    K = 2, where block 2 reads the E(w_e) block 1's cross-attention computed from W."""
+    from proofs.categorical_icl.experiments import _training as T
+
+    rng = np.random.default_rng(11)
+    lay, C, N, B = M.layout(3, 2), 5, 6, 4
+    lrn = T.GDLearner(rng, lay, C, 2, kernel)
+    p = {"W": rng.standard_normal((lay.dp, C)), "alpha": rng.standard_normal((2, lay.dp)),
+         "r": np.array([0.7])}
+    X = rng.uniform(-1.0, 1.0, (B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    target = M.softmax(rng.standard_normal((B, C)))
+
+    def loss(q):
+        return float(M.query_loss(M.forward(lrn.model(q), X, y, logits_only=True)[0], target).mean())
+
+    model = lrn.model(p)
+    logits, _, cache = M.forward(model, X, y, logits_only=True)
+    g = lrn.grads(M.backward(model, X, y, target, logits, cache, mean=True))
+    eps = 1e-6
+    for name, P in p.items():
+        for idx in np.ndindex(P.shape):
+            hi, lo = {k: v.copy() for k, v in p.items()}, {k: v.copy() for k, v in p.items()}
+            hi[name][idx] += eps
+            lo[name][idx] -= eps
+            fd = (loss(hi) - loss(lo)) / (2 * eps)
+            assert abs(fd - g[name][idx]) <= 1e-8 * max(1.0, abs(fd)), (name, idx, fd, g[name][idx])
+
+
 def _torch_losses(torch, model: M.Model, X, labels, target, leaves: dict):
     """Per-prompt query cross-entropy of ``model`` in torch (parameters from ``leaves``)."""
     lay = model.lay

@@ -368,25 +368,31 @@ def _query_head_backward(head: Head, c: dict, H, dout, N: int, xp=NUMPY, mean: b
     return grads, dH
 
 
-def _cross_backward(cr: Cross, c: dict, H, dout, W_x, xp=NUMPY, mean: bool = False):
+def _cross_backward(cr: Cross, c: dict, H, dout, W_x, xp=NUMPY, mean: bool = False, table: bool = True):
+    """The cross-attention's parameter gradients (none when it is frozen), its input's gradient
+    and, with ``table``, the gradient of the table ``W_x`` it reads (a model parameter, frozen
+    or not: a frozen cross-attention still computes from it; else ``None``)."""
     q, kc, vals, a = c["q"], c["kc"], c["vals"], c["a"]
     da = _rows(dout, vals.T)  # (B,T,C)
     dg = a * (da - xp.sum(a * da, -1, keepdims=True))
     dq = _rows(dg, kc)  # (B,T,p)
-    if cr.frozen:
+    if cr.frozen and not table:
         return {}, _rows(dq, cr.Qc), None
     dvals = _outer(a, dout, mean, xp)  # (B,C,D) per prompt, or (C,D)
     dkc = _outer(dg, q, mean, xp)  # (B,C,p), or (C,p)
+    dW_x = (xp.swapaxes(dkc @ cr.Kc, -1, -2) + xp.swapaxes(dvals @ cr.Vc, -1, -2)) if table else None
+    if cr.frozen:
+        return {}, _rows(dq, cr.Qc), dW_x
     grads = {
         "Qc": _outer(dq, H, mean, xp),
         "Kc": xp.swapaxes(dkc, -1, -2) @ W_x.T,
         "Vc": xp.swapaxes(dvals, -1, -2) @ W_x.T,
     }
-    dW_x = xp.swapaxes(dkc @ cr.Kc, -1, -2) + xp.swapaxes(dvals @ cr.Vc, -1, -2)
     return grads, _rows(dq, cr.Qc), dW_x
 
 
-def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, mean: bool = False):
+def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, mean: bool = False,
+             embeddings: bool = True):
     """Per-prompt gradients of :func:`query_loss` (hand-written reverse mode), on the namespace
     ``xp`` of :func:`forward`.
 
@@ -394,15 +400,16 @@ def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, 
     "cross": {"Qc","Kc","Vc"}}``), ``W_u``, ``W_v``, ``W_x``, ``W_ro`` and ``X``; every
     array has a leading prompt axis.  With ``mean``, the parameters' gradients are their means
     over the prompts instead (no prompt axis; each one product over the stacked rows, the cheap
-    form training needs); ``X``'s stays per prompt.
+    form training needs); ``X``'s stays per prompt.  Without ``embeddings`` the four embedding
+    maps' gradients are left out (``None``): for callers that hold them fixed.
     """
     lay = model.lay
     N = cache["N"]
     B = X.shape[0]
     p = xp.softmax(logits, -1)
     dlogits = p * xp.sum(target, -1, keepdims=True) - target
-    grads: dict = {"W_ro": (xp.swapaxes(cache["fq"], 0, 1) @ dlogits / B if mean
-                            else xp.einsum("bd,bc->bdc", cache["fq"], dlogits))}
+    grads: dict = {"W_ro": None if not embeddings else (xp.swapaxes(cache["fq"], 0, 1) @ dlogits / B if mean
+                                                        else xp.einsum("bd,bc->bdc", cache["fq"], dlogits))}
     dH = xp.zeros((B, X.shape[1], lay.D))
     dH[:, -1, lay.f] = dlogits @ model.W_ro.T
     dW_x = xp.zeros((() if mean else (B,)) + tuple(model.W_x.shape))
@@ -412,7 +419,8 @@ def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, 
         q_only = c.get("query_only", False)
         dout = dH[:, -1:] if q_only else dH  # the gradient of the block's output rows
         if blk.cross is not None:
-            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dout, model.W_x, xp, mean)
+            gc, dHc, dWx = _cross_backward(blk.cross, c["cross"], c["Hmid"], dout, model.W_x, xp, mean,
+                                           table=embeddings)
             g_blk["cross"] = gc
             if dWx is not None:
                 dW_x += dWx
@@ -429,6 +437,9 @@ def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, 
         dH = dH_in
         bgrads.append(g_blk)
     grads["blocks"] = bgrads[::-1]
+    grads["X"] = dH[:, :, lay.x]
+    if not embeddings:
+        return dict(grads, W_x=None, W_u=None, W_v=None)
     grads["W_x"] = dW_x
     C = model.W_u.shape[1]
     onehot = xp.zeros((B, N, C))
@@ -440,7 +451,6 @@ def backward(model: Model, X, labels, target, logits, cache: dict, xp=NUMPY, *, 
     else:
         grads["W_u"] = xp.einsum("bnd,bnc->bdc", dH[:, :N, lay.u], onehot)
         grads["W_v"] = xp.einsum("bd,c->bdc", xp.sum(dH[:, :, lay.v], 1), uniform)
-    grads["X"] = dH[:, :, lay.x]
     return grads
 
 

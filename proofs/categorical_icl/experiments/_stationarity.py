@@ -94,7 +94,7 @@ def pair_gradients(lay: Layout, W_e: np.ndarray, kernel: str, fp: FreeParams,
     losses, per_block = [], [[[], [], []] for _ in fp.Q]
     for ch in batch.chunks(chunk):
         logits, _, cache = forward(model, ch.X, ch.labels, logits_only=True)
-        g = backward(model, ch.X, ch.labels, ch.target, logits, cache)
+        g = backward(model, ch.X, ch.labels, ch.target, logits, cache, embeddings=False)  # W_e is fixed
         m = ch.pairs
         loss = query_loss(logits, ch.target)
         losses.append(0.5 * (loss[:m] + loss[m:]))
