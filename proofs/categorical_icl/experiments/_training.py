@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _model
 from ._data import Dataset
 from ._model import (NUMPY, Block, Cross, Head, Layout, Model, backward, erase_head, exact_cross,
                      forward, query_loss, update_value)
@@ -36,10 +37,30 @@ def _onehot(y: np.ndarray, C: int) -> np.ndarray:
     return out
 
 
-class GDLearner:
+class _GenericPasses:
+    """A learner's training and evaluation passes through its :meth:`model` (the generic
+    forward pass and hand-written backprop of :mod:`._model`, the last block on the query row
+    alone) and its :meth:`grads` map."""
+
+    def logits(self, p, X, labels, xp=NUMPY):
+        """The query logits (B, C) of the model at parameters ``p`` (arrays of ``xp``)."""
+        return forward(self.model(p, xp), X, labels, logits_only=True, xp=xp)[0]
+
+    def loss_and_grads(self, p, X, labels, target, xp=NUMPY):
+        """The mean query cross-entropy against ``target`` (a float) and the learner's
+        parameter gradients of it, at parameters ``p``."""
+        model = self.model(p, xp)
+        logits, _, cache = forward(model, X, labels, logits_only=True, xp=xp)
+        loss = float(xp.mean(query_loss(logits, target, xp)))
+        return loss, self.grads(backward(model, X, labels, target, logits, cache, xp, mean=True), xp)
+
+
+class GDLearner(_GenericPasses):
     r"""The GD model: the construction with learned :math:`W_e` (tied everywhere), per-block
     diagonal steps :math:`\Gamma_k=\operatorname{diag}(\alpha_k)` and one kernel scale
-    :math:`r` (:math:`Q=K=rS_x`); exact δ erase and exact cross-attention (frozen)."""
+    :math:`r` (:math:`Q=K=rS_x`); exact δ erase and exact cross-attention (frozen: their own
+    maps fixed; the table they read is :math:`W_e`).  :meth:`model` builds it as a Transformer;
+    training and evaluation run its function in closed form (:meth:`loss_and_grads`)."""
 
     def __init__(self, rng, lay: Layout, C: int, K: int, kernel: str):
         self.lay, self.kernel, self.K = lay, kernel, K
@@ -92,8 +113,85 @@ class GDLearner:
                  for b in g["blocks"])
         return {"W": gW, "alpha": ga, "r": xp.stack([gr])}
 
+    # The model's function in closed form: with the δ erase, the exact cross-attention and
+    # Q = K = rS_x (reading x, which no block changes) every block attends with the same
+    # weights a_ji = κ(r x_j, r x_i); only the f slot carries the prediction and only the
+    # context rows' v slot feeds it back:
+    #   f^k_j = f^{k-1}_j + α_k ⊙ Σ_i a_ji (u_i − v^{k-1}_i),  u_i = W e_{y_i},
+    #   v^0_i = W 1/C,  v^k_i = W softmax(Wᵀ f^k_i),  logits = Wᵀ f^K_query.
+    # The same function as :meth:`model`'s forward pass (tested to round-off), its gradient
+    # by reverse mode through this recursion: O(N²d') per prompt and block instead of the
+    # token-wide products of the generic pass.
 
-class TFLearner:
+    def _passes(self, p, X, labels, xp):
+        """The recursion's forward pass: (logits, what the backward pass reads)."""
+        N = labels.shape[1]
+        W, alpha, r = p["W"], p["alpha"], p["r"][0]
+        rows = X if self.K > 1 else X[:, N:]  # earlier blocks also need the context rows' f
+        q, k = r * rows, r * X[:, :N]
+        _, a = _model._scores(self.kernel, q, k, xp)  # (B, rows, N): the same in every block
+        U = W.T[labels]  # (B, N, d')
+        C = W.shape[1]
+        v = W @ xp.asarray(np.full(C, 1.0 / C))  # v^0 (every context row)
+        f = None
+        steps, reads = [], []
+        for blk in range(self.K):
+            delta = U - v
+            S = a @ delta
+            f = alpha[blk] * S if f is None else f + alpha[blk] * S
+            steps.append((delta, S))
+            if blk < self.K - 1:
+                P = xp.softmax(f[:, :N] @ W, axis=-1)  # the cross-attention's weights over the classes
+                reads.append((f[:, :N], P))
+                v = P @ W.T
+        logits = f[:, -1] @ W
+        return logits, {"q": q, "k": k, "a": a, "rows": rows, "U": U, "steps": steps, "reads": reads, "fq": f[:, -1]}
+
+    def logits(self, p, X, labels, xp=NUMPY):
+        return self._passes(p, X, labels, xp)[0]
+
+    def loss_and_grads(self, p, X, labels, target, xp=NUMPY):
+        """:meth:`_GenericPasses.loss_and_grads` by reverse mode through the recursion."""
+        N = labels.shape[1]
+        W, alpha = p["W"], p["alpha"]
+        B, C = target.shape
+        logits, c = self._passes(p, X, labels, xp)
+        logp = xp.log_softmax(logits, -1)
+        loss = float(xp.mean(-xp.sum(target * logp, axis=-1)))
+        dlogits = (xp.exp(logp) * xp.sum(target, -1, keepdims=True) - target) / B
+        gW = xp.swapaxes(c["fq"], 0, 1) @ dlogits  # the readout
+        a, U = c["a"], c["U"]
+        df = xp.zeros((B, a.shape[1], W.shape[0]))
+        df[:, -1] = dlogits @ W.T
+        da = xp.zeros(tuple(a.shape))
+        dU = xp.zeros(tuple(U.shape))
+        galpha = []
+        for blk in reversed(range(self.K)):
+            delta, S = c["steps"][blk]
+            galpha.append(xp.sum(xp.sum(df * S, 0), 0))
+            dS = df * alpha[blk]
+            da = da + dS @ xp.swapaxes(delta, 1, 2)
+            dv = -(xp.swapaxes(a, 1, 2) @ dS)  # the gradient of v^{blk}; U's is its negative
+            dU = dU - dv
+            if blk == 0:  # v^0 = W 1/C
+                gW = gW + xp.einsum("d,c->dc", xp.sum(xp.sum(dv, 0), 0), xp.asarray(np.full(C, 1.0 / C)))
+                continue
+            fc, P = c["reads"][blk - 1]  # v = W softmax(Wᵀ f) on the context rows
+            dP = dv @ W
+            dz = P * (dP - xp.sum(P * dP, -1, keepdims=True))
+            gW = (gW + xp.swapaxes(dv.reshape(-1, dv.shape[-1]), 0, 1) @ P.reshape(-1, C)
+                  + xp.swapaxes(fc.reshape(-1, fc.shape[-1]), 0, 1) @ dz.reshape(-1, C))
+            df[:, :N] = df[:, :N] + dz @ W.T
+        onehot = xp.zeros((B, N, C))
+        onehot[xp.asindex(np.arange(B))[:, None], xp.asindex(np.arange(N))[None, :], labels] = 1.0
+        gW = gW + xp.swapaxes(dU.reshape(-1, dU.shape[-1]), 0, 1) @ onehot.reshape(-1, C)
+        dg = _model._dscores(self.kernel, a, da, N, xp)
+        dq, dk = _model._score_grads(self.kernel, dg, c["q"], c["k"], xp)
+        gr = xp.sum(dq * c["rows"]) + xp.sum(dk * X[:, :N])  # q = r·x, k = r·x
+        return loss, {"W": gW, "alpha": xp.stack(galpha[::-1]), "r": xp.stack([gr])}
+
+
+class TFLearner(_GenericPasses):
     r"""A freely trained Transformer of the same topology: per block two softmax self-attention
     heads with free ``Q, K`` (``D × D``) and ``V`` (``D × D``), a free cross-attention
     (``Q_c, K_c, V_c``) over the label embedding :math:`E`; the constant-slot embedding
@@ -149,10 +247,9 @@ def _scored_chunks(learner, data: Dataset, params, chunk: int, xp):
     log-probabilities (numpy; the forward pass and the log-softmax run on ``xp``)."""
     if params is None:
         params = {k: xp.asarray(v) for k, v in learner.params.items()}
-    model = learner.model(params, xp)
     for s in range(0, len(data), chunk):
         part = data.take(slice(s, s + chunk))
-        logits = forward(model, xp.asarray(part.X), xp.asindex(part.labels), logits_only=True, xp=xp)[0]
+        logits = learner.logits(params, xp.asarray(part.X), xp.asindex(part.labels), xp)
         yield part, xp.to_numpy(logits), xp.to_numpy(xp.log_softmax(logits, -1))
 
 
@@ -223,11 +320,9 @@ def train(learner, train_set: Dataset, val_set: Dataset, rng: np.random.Generato
         idx = rng.integers(0, len(train_set), batch)
         rows = xp.asindex(idx)
         X, labels = X_all[rows], labels_all[rows]
-        model = learner.model(p, xp)
         target = xp.asarray(_onehot(train_set.y_query[idx], C))
-        logits, _, cache = forward(model, X, labels, logits_only=True, xp=xp)
-        run.append(float(xp.mean(query_loss(logits, target, xp))))
-        g = learner.grads(backward(model, X, labels, target, logits, cache, xp, mean=True), xp)
+        loss, g = learner.loss_and_grads(p, X, labels, target, xp)
+        run.append(loss)
         gflat = xp.concatenate([g[k].reshape(-1) for k in keys])
         gn = float(xp.sqrt(xp.sum(gflat * gflat)))
         if not np.isfinite(gn):
