@@ -283,7 +283,10 @@ class DepthSetting(Setting):
                         doc="training prompts (paper: 2048)")
     steps: int | None = Int(None, min=10, max=20_000, by_profile=(300, 600, 2000),
                             doc="Adam steps per depth (paper 5000)")
-    prompts: int | None = Int(None, min=64, max=50_000, by_profile=(8192, 16384, 16384), doc="test prompts")
+    prompts: int | None = Int(None, min=64, max=50_000, by_profile=(16384, 16384, 16384),
+                              doc="test prompts (16384 at every profile: one more block gains ≈ 0.006 in "
+                                  "accuracy at the quick profile, and the paired bounds over 8192 prompts "
+                                  "resolve only gains above ≈ 0.0075)")
     amplitude: float = Float(10.0, positive=True, max=100.0, doc="λ_data of the RBF-bump generator")
     backend: str = _backend()
 
