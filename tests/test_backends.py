@@ -448,3 +448,22 @@ def test_separate_finite_sample_rank_2_torch_matches_numpy():
     for run in (a, b):  # the rank-1 row's second pair is exactly zero (∂K_r ∝ Q_r, ∂Q_r ∝ K_r)
         assert not np.any(run.params["K"][1, :, 1]) and not np.any(run.params["Q"][1, :, 1])
         assert np.all(run.train_loss[:, -1] < 0.7 * run.train_loss[:, 0])  # both rows learned
+
+
+def test_numpy_softmax_is_scipys():
+    """The numpy backend's softmax (computed in place on one new array) gives SciPy's values bit
+    for bit, along any axis, for float64, float32 and integer scores, and leaves its input as
+    it was."""
+    from scipy.special import softmax
+
+    from icltheory.backends import NumpyBackend
+
+    xp = NumpyBackend()
+    rng = np.random.default_rng(3)
+    for shape, axis in (((64, 11, 25), -1), ((64, 11, 25), 1), ((7, 5), 0), ((4,), -1)):
+        for a in (5.0 * rng.standard_normal(shape), (5.0 * rng.standard_normal(shape)).astype(np.float32),
+                  rng.integers(-9, 9, shape)):
+            before = a.copy()
+            got, ref = xp.softmax(a, axis=axis), softmax(a, axis=axis)
+            assert got.dtype == ref.dtype and np.array_equal(got, ref), (shape, axis, a.dtype)
+            assert np.array_equal(a, before)
