@@ -60,7 +60,7 @@ def _level(s) -> float:
 class Depth(Claim):
     id = "catgd.depth"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
-    work_calibration = 2.0
+    work_calibration = 4.4
     title = "More layers help: GD models of each depth trained from scratch, test NLL and accuracy (scaled down)"
     source = SOURCE + ", §5 (synthetic experiments, depth table); numbers from the authors' notebooks"
     provenance = "summary's claim"

@@ -113,7 +113,7 @@ def sweep_bracket(paper, T: float) -> tuple[float, float]:
 class DataThresholds(Claim):
     id = "catgd.data-thresholds"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
-    work_calibration = 1.75
+    work_calibration = 3.5
     title = "Data needed: the GD model converges below 5000 prompts, a trained Transformer matches it only above 10000 (1 block) or 25000 (2 blocks)"
     source = SOURCE + ", §5 (synthetic experiments, the data-size table)"
     provenance = "summary's claim"

@@ -26,7 +26,7 @@ _PAPER = {"K=2, GD accuracy (L=2048..32768)": [0.718, 0.723, 0.718, 0.723, 0.722
 class Training(Claim):
     id = "catgd.training"
     #: its estimate ÷ the work measured on the reference machine (benchmarks/bench_estimates.py)
-    work_calibration = 1.7
+    work_calibration = 3.5
     title = "GD model vs freely trained Transformer on the synthetic task (scaled down, trends)"
     source = SOURCE + ", §5 (synthetic experiments); numbers from the authors' notebooks"
     provenance = "summary's claim"
