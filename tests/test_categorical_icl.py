@@ -157,6 +157,74 @@ def test_gd_learner_gradients_match_central_differences(kernel):
             assert abs(fd - g[name][idx]) <= 1e-8 * max(1.0, abs(fd)), (name, idx, fd, g[name][idx])
 
 
+def _central_differences(loss, p: dict, rng, per_array: int = 12, eps: float = 1e-6) -> dict:
+    """Central differences of ``loss`` (a function of the parameter dict) at ``per_array`` random
+    entries of every array: name → [(index, derivative)]."""
+    out = {}
+    for name, P in p.items():
+        picks = {tuple(int(rng.integers(0, n)) for n in P.shape) for _ in range(per_array)}
+        out[name] = []
+        for idx in sorted(picks):
+            hi, lo = {k: v.copy() for k, v in p.items()}, {k: v.copy() for k, v in p.items()}
+            hi[name][idx] += eps
+            lo[name][idx] -= eps
+            out[name].append((idx, (loss(hi) - loss(lo)) / (2 * eps)))
+    return out
+
+
+@pytest.mark.parametrize("K", [1, 2])
+def test_tf_learner_gradients_match_central_differences(K):
+    """The Transformer learner's parameter gradients as training reads them (E tied into the
+    label embedding, the cross-attention's table and the readout; E2 the constant slot's
+    embedding; every head and cross-attention map) against central differences of the mean loss
+    through the full forward pass, at random parameters of O(1) size: 1e-7 relative to the
+    largest derivative (central differences at 1e-6 err by ~1e-9 here)."""
+    from proofs.categorical_icl.experiments import _training as T
+
+    rng = np.random.default_rng(21)
+    lay, C, N, B = M.layout(3, 2), 5, 6, 4
+    lrn = T.TFLearner(rng, lay, C, K, init=0.3)
+    p = {k: v.copy() for k, v in lrn.params.items()}
+    X = rng.uniform(-1.0, 1.0, (B, N + 1, lay.d))
+    y = rng.integers(0, C, (B, N))
+    target = np.eye(C)[rng.integers(0, C, B)]
+
+    def loss(q):
+        return float(M.query_loss(M.forward(lrn.model(q), X, y)[0], target).mean())
+
+    _, g = lrn.loss_and_grads(p, X, y, target)
+    for name, pairs in _central_differences(loss, p, rng).items():
+        scale = max(1e-3, max(abs(fd) for _, fd in pairs))
+        for idx, fd in pairs:
+            assert abs(g[name][idx] - fd) <= 1e-7 * scale, (name, idx, g[name][idx], fd)
+
+
+@pytest.mark.parametrize("kernel, K", [("softmax", 1), ("rbf", 2), ("laplacian", 2), ("linear", 3)])
+def test_stationarity_gradients_match_central_differences(kernel, K):
+    """The stationarity Monte Carlo's per-pair gradients of the free update-head maps (Q_k, K_k
+    and the value rows into f), averaged over the pairs, against central differences of the
+    mean pair loss, at a generic point off the GD set: 1e-7 relative to the largest derivative."""
+    rng = np.random.default_rng(22)
+    lay, C, N = M.layout(3, 2), 5, 4
+    W = rng.standard_normal((lay.dp, C))
+    W -= W.mean(1, keepdims=True)
+    batch = D.draw_linear_task_prompts(rng, 6, d=lay.d, dp=lay.dp, N=N, W_e=W, x_dist="gaussian", task_scale=2.0)
+    p = {f"{m}{k}": 0.3 * rng.standard_normal(((lay.dp if m == "V" else lay.d), lay.D)) for m in "QKV" for k in range(K)}
+
+    def free(q):
+        return S.FreeParams(*[[q[f"{m}{k}"] for k in range(K)] for m in "QKV"])
+
+    def loss(q):
+        return float(S.pair_gradients(lay, W, kernel, free(q), batch)[0].mean())
+
+    per_block = S.pair_gradients(lay, W, kernel, free(p), batch)[1]
+    g = {f"{m}{k}": arr.mean(0) for k, blk in enumerate(per_block) for m, arr in zip("QKV", blk)}
+    for name, pairs in _central_differences(loss, p, rng).items():
+        scale = max(1e-3, max(abs(fd) for _, fd in pairs))
+        for idx, fd in pairs:
+            assert abs(g[name][idx] - fd) <= 1e-7 * scale, (name, idx, g[name][idx], fd)
+
+
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_gd_learner_recursion_is_its_model(backend):
     """The GD learner's own passes (the functional-GD recursion, what training and evaluation

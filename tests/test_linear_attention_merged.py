@@ -66,6 +66,40 @@ def test_separate_heads_match_naive_forward(args, R):
     assert np.allclose(models.query_features(X) @ theta[0], naive, rtol=1e-10, atol=1e-10)
 
 
+@given(sizes, st.integers(1, 3))
+def test_separate_heads_gradient_matches_the_naive_forward_pass(args, R):
+    """ATTN_S's hand-written gradient (the separate heads' pullback of the moments' gradient,
+    which the finite-sample trainer and flows use) against central differences of ½·MSE through
+    the naive forward pass, at random O(1) parameters (no entry zero): a polynomial, so the
+    differences err by O(eps²) ≈ 1e-12 relative; 1e-6 relative to the largest derivative."""
+    D, N, H, seed = args
+    rng = np.random.default_rng(seed)
+    X, y = data.sample_sequences(5, N, np.eye(D), rng)
+    WV = rng.standard_normal((H, D + 1, D + 1))
+    p = {"r": WV[None, :, D, :].copy(), "K": rng.standard_normal((1, H, R, D + 1)),
+         "Q": rng.standard_normal((1, H, R, D))}
+    m = models.empirical_moments(X, y)
+    sep = models.SeparateHeads(H, R)
+    g = sep.pullback(p, m.grad_half(sep.theta(p)), m)
+
+    def half_mse(q):
+        WVq = WV.copy()
+        WVq[:, D, :] = q["r"][0]
+        WQ = np.zeros((H, R, D + 1))
+        WQ[:, :, :D] = q["Q"][0]
+        return 0.5 * np.mean((y - _naive_merged(X, WVq, np.einsum("hra,hrb->hab", q["K"][0], WQ))) ** 2)
+
+    eps = 1e-6
+    for name, P in p.items():
+        fd = np.zeros_like(P)
+        for idx in np.ndindex(P.shape):
+            hi, lo = {k: v.copy() for k, v in p.items()}, {k: v.copy() for k, v in p.items()}
+            hi[name][idx] += eps
+            lo[name][idx] -= eps
+            fd[idx] = (half_mse(hi) - half_mse(lo)) / (2 * eps)
+        assert np.max(np.abs(g[name] - fd)) <= 1e-6 * max(1e-3, np.max(np.abs(fd))), name
+
+
 @given(st.lists(st.floats(0.01, 5.0), min_size=1, max_size=6), st.integers(1, 200))
 def test_experiment_moments_agree_with_the_theory(lams, N):
     """Two independent paths: the experiment's E[ββᵀ] (from the data model and SciPy's Gaussian
