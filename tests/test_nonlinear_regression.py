@@ -523,3 +523,24 @@ def test_review_findings_input_and_text():
     assert v.verdict == "inconclusive"
     reason = " ".join(v.reasons)
     assert "K ln(K/δ)" in reason and "< 1 − δ" not in reason
+
+
+def test_pilot_streams_are_the_runs_streams():
+    """A setting's pilot (the step size and horizon derived from model B's curvatures) draws
+    from the same streams as the run it is derived for: ``rules.rng(seed, name)`` gives the
+    numbers ``Run.rng(STREAM[name])`` gives the measurement, so the pilot's features are the
+    features model B trains on (an audit found the pilot on other features: its strongest-pair
+    curvature off by up to 1.5×)."""
+    from icltheory.core import Run, get_claim
+    from proofs.nonlinear_regression import rules
+    from proofs.nonlinear_regression.experiments import runs
+
+    claim = get_claim("nonlinear.final-attention")
+    for seed in (0, 7):
+        s = claim.setting({"profile": "quick", "seed": seed})
+        run = Run(s)
+        for name, k in rules.STREAM.items():
+            assert np.array_equal(rules.rng(seed, name).standard_normal(5), run.rng(k).standard_normal(5)), name
+        batch = runs.prompt_problem("sin", 8, 16, 10, 0.0, 4, run.rng(10), run.rng(11))
+        V = runs.tasks.random_unit_features(8, 16, rules.rng(seed, "features_B"))
+        assert np.array_equal(batch.V, V)

@@ -22,6 +22,7 @@ from ._claim import non_default_keys as non_default_keys
 from ._claim import over_budget as over_budget
 from ._claim import run_check as run_check
 from ._claim import source_edit as source_edit
+from ._claim import stream_rng as stream_rng
 from ._claim import versions as versions
 from ._derivation import Derivation as Derivation
 from ._derivation import Step as Step

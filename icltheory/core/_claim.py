@@ -55,7 +55,7 @@ from ._setting import PROFILES, Setting
 from ._deadline import MARK, TimeLimitReached, hard_stop, time_limit_reason
 from ._verdict import Check, CheckContext, Verdict, apply_predictions, check_prediction_keys, typed_precision
 
-__all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "Measurement", "run_check",
+__all__ = ["Claim", "Prediction", "PlantedError", "Cost", "Run", "stream_rng", "Measurement", "run_check",
            "measure_claim", "judge_claim", "PROFILES", "BUDGETS", "WORK_RATE", "OverBudget", "versions",
            "FALSE_FAIL_MAX", "over_budget", "non_default_keys"]
 
@@ -303,6 +303,14 @@ def _checked_options(where: str, predict: Any, progress: Any) -> None:
                         f"{type(progress).__name__}")
 
 
+def stream_rng(seed: int, *stream: int) -> np.random.Generator:
+    """The generator of stream ``stream`` (a tuple of ints, of any length) of a run with this
+    seed: what :meth:`Run.rng` gives a measurement, for code that must draw the same numbers
+    before the run exists (a setting's pilot that derives a step size from the run's own
+    draws)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, len(stream), *stream)))
+
+
 class Run:
     """What a claim's ``measure`` receives: random streams, progress, the watchdog, and a
     place for reasons the measurement could not decide."""
@@ -320,9 +328,8 @@ class Run:
 
     def rng(self, *stream: int) -> np.random.Generator:
         """A generator determined by the seed and a stream id (same seed → same numbers;
-        distinct stream ids, of any length, give independent streams)."""
-        return np.random.default_rng(
-            np.random.SeedSequence(self.seed, spawn_key=(1, len(stream), *stream)))
+        distinct stream ids, of any length, give independent streams): :func:`stream_rng`."""
+        return stream_rng(self.seed, *stream)
 
     def tick(self, fraction: float | None = None, what: str = "") -> None:
         """Report progress (``fraction`` ∈ [0, 1]) and enforce the wall-clock watchdog."""

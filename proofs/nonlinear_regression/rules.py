@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from icltheory.core import SettingError, cached, lazy_module
+from icltheory.core import SettingError, cached, lazy_module, stream_rng
 
 theory = lazy_module("proofs.nonlinear_regression.theory")
 tasks = lazy_module("proofs.nonlinear_regression.experiments.tasks")
@@ -83,8 +83,9 @@ PILOT_COV_DRAWS = 20_000
 
 
 def rng(seed: int, stream: str) -> np.random.Generator:
-    """The generator of one named stream (the same as ``Run.rng(STREAM[stream])``)."""
-    return np.random.default_rng(np.random.SeedSequence([seed, STREAM[stream]]))
+    """The generator of one named stream: the same numbers as ``Run.rng(STREAM[stream])`` in
+    the run with this seed (so a pilot draws the run's own features)."""
+    return stream_rng(seed, STREAM[stream])
 
 
 def check_eta_L2(eta: float, L: float, key: str = "L") -> None:
