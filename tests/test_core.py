@@ -335,8 +335,12 @@ def test_runner_boundaries():
 
 
 def test_run_streams_are_distinct():
+    """Stream ids that differ only by trailing zeros give different streams, in a run and in a
+    judge's context, and the judge's streams are never the measurement's."""
     r = Run(_T(seed=3))
-    draws = [tuple(r.rng(*k).integers(0, 2**62, 2)) for k in ((), (0,), (0, 0), (1,), (1, 0))]
+    ctx = CheckContext(predicted={}, profile="quick", seed=3)
+    keys = ((), (0,), (0, 0), (1,), (1, 0))
+    draws = [tuple(g.rng(*k).integers(0, 2**62, 2)) for g in (r, ctx) for k in keys]
     assert len(set(draws)) == len(draws)
 
 

@@ -303,12 +303,13 @@ def _checked_options(where: str, predict: Any, progress: Any) -> None:
                         f"{type(progress).__name__}")
 
 
-def stream_rng(seed: int, *stream: int) -> np.random.Generator:
+def stream_rng(seed: int, *stream: int, space: int = 1) -> np.random.Generator:
     """The generator of stream ``stream`` (a tuple of ints, of any length) of a run with this
     seed: what :meth:`Run.rng` gives a measurement, for code that must draw the same numbers
     before the run exists (a setting's pilot that derives a step size from the run's own
-    draws)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, len(stream), *stream)))
+    draws).  The stream's length is part of the key, so ``(5,)`` and ``(5, 0)`` differ;
+    ``space`` keeps other users' streams apart from the measurement's (1; the judge's: 2)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(space, len(stream), *stream)))
 
 
 class Run:

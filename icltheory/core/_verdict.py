@@ -180,8 +180,11 @@ class CheckContext:
 
     # -- random numbers (legacy claims; new claims draw in their experiments) ---------------
     def rng(self, *stream: int) -> np.random.Generator:
-        """A generator determined by the seed and a stream id (same seed → same numbers)."""
-        return np.random.default_rng(np.random.SeedSequence([self.seed, *stream]))
+        """A generator determined by the seed and a stream id (same seed → same numbers;
+        distinct ids, of any length, give independent streams, none of them a measurement's)."""
+        from ._claim import stream_rng
+
+        return stream_rng(self.seed, *stream, space=2)
 
     def by_profile(self, quick: Any, standard: Any, thorough: Any) -> Any:
         """Legacy: pick a size by the profile.  New settings declare ``by_profile=`` fields,

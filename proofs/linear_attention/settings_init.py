@@ -66,7 +66,9 @@ class LazyInitScaleSetting(InitScaleSetting):
 
 def initial_heads(seed: int, rows: int, H: int, D: int, w_init: float) -> dict:
     """The paper-era init of ``rows`` seeds' relevant ATTN_S weights (rank 1): value N(0, w²),
-    key and query N(0, w²/(D+1)); row k is the k-th seed of the claim's seed."""
+    key and query N(0, w²/(D+1)); row k is the k-th seed of the claim's seed (drawn as one
+    block — every row's values, then keys, then queries — so a row's keys and queries depend on
+    how many rows are drawn)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7, 1)))
     v = w_init * rng.standard_normal((rows, H))
     sd = w_init / math.sqrt(D + 1)

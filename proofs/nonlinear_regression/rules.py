@@ -138,7 +138,9 @@ def curvature_range(C: np.ndarray, V: np.ndarray, key: str) -> tuple[float, floa
 def pilot_B(K: int, d: int, N: int, noise: float, task: str, prompts_: int,
             seed: int) -> tuple[float, float, float]:
     """Model B's (weakest, strongest, early-speed) curvature at scale 1 from a pilot: the
-    features of the run (same stream), the task covariance on them (relu: a small Monte Carlo)
+    features of stream ``features_B`` (those model B trains on in the sweeps and the
+    finite-prompt claims; the summary table's seeds draw their own, so there it is an
+    independent draw of the same law), the task covariance on them (relu: a small Monte Carlo)
     and the first-step attention rate on at most ``PILOT_FLOATS`` floats of pilot prompts."""
     V = tasks.random_unit_features(K, d, rng(seed, "features_B"))
     with np.errstate(all="ignore"):

@@ -214,6 +214,8 @@ about a minute and a half. Reported: the trained Transformer's $Q_x^\top K_x$ di
                "min_delta": cfg["min_delta"], "learners": {}, "generator": gen}
         for j, L in enumerate(sizes):
             part = pool.take(slice(0, L))
+            # both models (and every L) start from one draw of the stream: the same initial
+            # label embedding, common random numbers for the paired comparison
             for name, learner in (("GD", tr.GDLearner(run.rng(5), lay, s.C, s.K, s.kernel)),
                                   ("TF", tr.TFLearner(run.rng(5), lay, s.C, s.K))):
                 curve = tr.train(learner, part, val, run.rng(6, L), lr=LR[name], **cfg)

@@ -107,6 +107,8 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
             res_all = {}
             for j, L in enumerate(sizes):
                 part = pool.take(slice(0, L))
+                # both models (and every L) start from one draw of the stream: the same initial
+                # label embedding, common random numbers for the paired comparison
                 for name, learner, lr in (("GD", tr.GDLearner(run.rng(*streams[0]), lay, s.C, s.K, s.kernel), 1e-2),
                                           ("TF", tr.TFLearner(run.rng(*streams[0]), lay, s.C, s.K), 3e-3)):
                     curve = tr.train(learner, part, val, run.rng(*streams[1], L), lr=lr, **cfg)
