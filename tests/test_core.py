@@ -125,6 +125,46 @@ def test_a_false_rational_identity_is_refuted_at_the_exact_tier():
     assert verify_identity((x**2 - 1) / (x - 1), x + 1)[:2] == ("verified", "exact")
 
 
+def test_identity_sides_must_have_the_same_shape():
+    """A transposed or reshaped side is refuted (the entries alone would agree); a vector written
+    as a flat list against a column or a row matrix is the same vector."""
+    x, y = sp.symbols("x y")
+    A = sp.Matrix([[1, 2, 3], [4, 5, x]])
+    assert verify_identity(A, A.T)[0] == "refuted"
+    assert verify_identity(A, A.reshape(3, 2))[0] == "refuted"
+    assert verify_identity(sp.Matrix([x, y]), sp.Matrix([[x, y]]))[0] == "refuted"
+    assert verify_identity(A, [[1, 2, 3], [4, 5, x]])[0] == "verified"
+    assert verify_identity([x, y], sp.Matrix([x, y]))[0] == "verified"
+    assert verify_identity([x, y], sp.Matrix([[x, y]]))[0] == "verified"
+    B = sp.Matrix([[x, y]])
+    assert verify_identity((A, B), (A, B))[0] == "verified"  # parts of different shapes
+    assert verify_identity((A, B), (A.T, B))[0] == "refuted"
+
+
+def test_transcendental_constants_are_not_refuted_as_rational_functions():
+    """cancel() cannot see that sin(1)² + cos(1)² − 1 is 0, so the exact tier must not read its
+    canonical form as a nonzero rational function: these true identities are verified."""
+    x = sp.Symbol("x")
+    for lhs, rhs in ((sp.sin(1) ** 2 + sp.cos(1) ** 2, 1), (sp.log(6), sp.log(2) + sp.log(3)),
+                     (x * (sp.sin(1) ** 2 + sp.cos(1) ** 2), x)):
+        assert verify_identity(lhs, rhs)[0] == "verified", (lhs, rhs)
+
+
+def test_the_numeric_tier_is_relative_to_the_terms_size():
+    """An identity too large for Expr.equals is decided by random points at 50 digits, relative
+    to the size of its terms: a right-hand side 0.1 % off is refuted even where every value is
+    ~1e-870 (a fixed absolute tolerance, or a float conversion that rounds it to 0, would let it
+    pass), and the true identity is verified."""
+    from icltheory.core._derivation import EQUALS_MAX_OPS
+
+    x = sp.Symbol("x", positive=True)
+    lhs = sum(sp.exp(-2000 - x**2) * x**k * sp.sin(x + k) ** 2 for k in range(40))
+    assert sp.count_ops(lhs) > EQUALS_MAX_OPS
+    true = sum(sp.exp(-2000 - x**2) * x**k * (1 - sp.cos(x + k) ** 2) for k in range(40))
+    assert verify_identity(lhs, true)[:2] == ("verified", "numeric")
+    assert verify_identity(lhs, sp.Rational(1001, 1000) * lhs)[0] == "refuted"
+
+
 def test_a_false_identity_is_refuted_before_the_slow_tiers():
     """A false identity is refuted at one random point (exactly where the value is rational)
     without SymPy's cancel/equals, which can run for seconds on it; a true one whose residual
@@ -332,6 +372,14 @@ def test_runner_boundaries():
         ctx.close("a", key="a", measured=5.0, rtol=1e-9, why="t", false_fail=0.01)
 
     assert run_check(_mk(lambda s, r: {"a": 1.0}, loose), _T()).verdict == "inconclusive"
+
+    # … unless a failed check cannot fail by chance (an exact one, false-fail 0, as the
+    # derivation's): that decides, whatever the statistical checks' total
+    def loose_and_exact(s, p, m, ctx):
+        ctx.close("a", key="a", measured=1.0, rtol=1e-9, why="t", false_fail=0.01)
+        ctx.condition("an exact step", False, predicted=True, measured=False, why="t")
+
+    assert run_check(_mk(lambda s, r: {"a": 1.0}, loose_and_exact), _T()).verdict == "fails"
 
 
 def test_run_streams_are_distinct():

@@ -740,7 +740,10 @@ def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
                           None, f"not judged: {', '.join(unjudged)}"))
     status, reasons = Verdict.decide(ctx.checks, ctx.inconclusive_reasons)
     total = float(sum(c.false_fail for c in ctx.checks))
-    if status == "fails" and total > FALSE_FAIL_MAX and not claim.is_legacy():
+    # a failed check that cannot fail by chance (false-fail probability 0: an exact identity,
+    # the derivation) decides whatever the statistical checks' total is
+    certain = any(c.passed is False and c.false_fail == 0 for c in ctx.checks)
+    if status == "fails" and total > FALSE_FAIL_MAX and not certain and not claim.is_legacy():
         reasons = [f"a check failed, but the checks' false-fail probability totals {total:.2g} "
                    f"> {FALSE_FAIL_MAX:g}: the run cannot decide at that level"] + reasons
         status = "inconclusive"

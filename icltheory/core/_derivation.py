@@ -26,7 +26,6 @@ are verified as given.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +145,39 @@ def _entries(e: Any) -> list:
     return [sp.sympify(e)]
 
 
+def _shape(e: Any) -> tuple:
+    """The shape of a side of an identity: a matrix's ``(rows, cols)``, a regular nested list's
+    (``(n, …)``), ``()`` for a scalar, and for a list or tuple of parts of different shapes
+    (several matrices) ``("parts", shape, …)``."""
+    import sympy as sp
+
+    if isinstance(e, sp.MatrixBase):
+        return tuple(e.shape)
+    if isinstance(e, sp.MatrixExpr):
+        return tuple(int(n) for n in e.shape)
+    if isinstance(e, (list, tuple)):
+        inner = [_shape(x) for x in e]
+        if inner and all(x == inner[0] for x in inner) and (not inner[0] or inner[0][0] != "parts"):
+            return (len(e),) + inner[0]
+        return ("parts",) + tuple(inner) if inner else (0,)
+    return ()
+
+
+def _shapes_agree(a: tuple, b: tuple) -> bool:
+    """Whether two sides' shapes agree: equal, or a flat list of n entries against an n × 1 or
+    1 × n matrix (a vector written either way), part by part for sides made of parts; a
+    transposed or reshaped side does not."""
+    if a == b:
+        return True
+    if a[:1] == ("parts",) or b[:1] == ("parts",):
+        return (a[:1] == b[:1] == ("parts",) and len(a) == len(b)
+                and all(_shapes_agree(x, y) for x, y in zip(a[1:], b[1:])))
+    for flat, other in ((a, b), (b, a)):
+        if len(flat) == 1 and len(other) == 2 and 1 in other and other[0] * other[1] == flat[0]:
+            return True
+    return False
+
+
 def _canonical(d: Any) -> Any:
     """``cancel(together(expand(d)))``, or ``None`` when SymPy cannot form it."""
     import sympy as sp
@@ -165,6 +197,8 @@ def _nonzero_rational_function(c: Any) -> bool:
     if c is None or c == 0 or not isinstance(c, sp.Expr):
         return False
     if c.atoms(sp.NumberSymbol) or not all(n.is_Rational for n in c.atoms(sp.Number)):
+        return False
+    if c.atoms(sp.Function):  # sin(1)² + cos(1)² − 1 is no rational number: cancel cannot see it is 0
         return False
     if not all(p.exp.is_Integer for p in c.atoms(sp.Pow)):
         return False
@@ -204,20 +238,24 @@ def _nonzero_at_random_points(diffs: Any, *, points: int, seed: int) -> tuple[st
                 val = sp.N(exact, 50)
                 if not val.is_number or val.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
                     continue
-                mag = abs(complex(val))
-                if not (math.isfinite(mag) and mag > 1e-40):
-                    continue  # zero to the digits carried: decides nothing (the usual true step)
-                scale = max((abs(complex(sp.N(a.xreplace(pt), 50))) for a in sp.Add.make_args(d)),
-                            default=0.0)
+                # SymPy floats keep any exponent (a value of 1e-900 is not rounded to 0)
+                mag = sp.Abs(val)
+                scale = max((sp.Abs(sp.N(a.xreplace(pt), 50)) for a in sp.Add.make_args(d)),
+                            default=sp.Float(0))
+                if not (mag.is_finite and scale.is_finite and scale > 0):
+                    continue
             except Exception:
                 continue
-            if mag > 1e-20 * max(scale, 1e-300):
-                return "refuted", "numeric", f"entry {k}: |lhs − rhs| = {mag:.3g} at {pt} (50 digits)"
+            if mag > NUMERIC_RTOL * scale:  # zero to the digits carried decides nothing (the usual true step)
+                return "refuted", "numeric", f"entry {k}: |lhs − rhs| = {sp.N(mag, 3)} at {pt} (50 digits)"
     return None
 
 
 #: the largest expression (in SymPy operations) handed to ``Expr.equals``
 EQUALS_MAX_OPS = 300
+#: the numeric tier's tolerance on |lhs − rhs| relative to the size of its terms, at 50 digits
+#: (a true identity leaves ≲ 1e-45 of cancellation error; any real discrepancy is far above)
+NUMERIC_RTOL = 1e-20
 
 
 def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> tuple[str, str | None, str]:
@@ -225,8 +263,8 @@ def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> t
     import sympy as sp
 
     L, R = _entries(lhs), _entries(rhs)
-    if len(L) != len(R):
-        return "refuted", "exact", f"shape mismatch: {len(L)} vs {len(R)} entries"
+    if len(L) != len(R) or not _shapes_agree(_shape(lhs), _shape(rhs)):
+        return "refuted", "exact", f"shape mismatch: {_shape(lhs)} vs {_shape(rhs)} ({len(L)} vs {len(R)} entries)"
     diffs = [sp.sympify(a) - sp.sympify(b) for a, b in zip(L, R)]
     # tier 0: a false identity is usually plainly nonzero at a random admissible point; one
     # point at 50 digits refutes it before the exact tiers, which can spend seconds trying
@@ -266,25 +304,34 @@ def verify_identity(lhs: Any, rhs: Any, *, points: int = 12, seed: int = 0) -> t
     if free:
         rnd = random.Random(seed)
         syms = sorted(free, key=lambda s: s.name)
-        worst = 0.0
+        worst = sp.Float(0)
+        evaluated = 0
         for _ in range(points):
             pt = _random_point(syms, rnd)
             for d in undecided:
                 try:
                     val = sp.N(d.xreplace(pt), 50)
+                    # the terms' scale at the same digits (SymPy floats: no overflow or underflow)
+                    scale = max((sp.Abs(sp.N(a.xreplace(pt), 50)) for a in sp.Add.make_args(d)),
+                                default=sp.Float(0))
                 except Exception as exc:  # pragma: no cover
                     return "undecided", None, f"numeric evaluation failed: {exc}"
-                if not val.is_number or val.has(sp.nan, sp.zoo):
+                if not val.is_number or val.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or not scale.is_finite:
                     continue
-                mag = abs(complex(val))
-                worst = max(worst, mag)
-                if mag > 1e-30:
-                    return "refuted", "numeric", f"|lhs − rhs| = {mag:.3g} at {pt}"
+                evaluated += 1
+                rel = sp.Abs(val) / scale if scale > 0 else sp.Abs(val)
+                worst = max(worst, rel)
+                if rel > NUMERIC_RTOL:
+                    return "refuted", "numeric", (f"|lhs − rhs| = {sp.N(sp.Abs(val), 3)} ({sp.N(rel, 3)} of its "
+                                                  f"terms' size) at {pt}")
+        if evaluated < (points * len(undecided) + 1) // 2:
+            return "undecided", None, (f"numeric: only {evaluated} of {points * len(undecided)} random points "
+                                       "gave a finite value")
         return (
             "verified",
             "numeric",
-            f"|lhs − rhs| ≤ {worst:.1e} at {points} random rational points (50 digits); "
-            "verified with high probability, not proved",
+            f"|lhs − rhs| ≤ {sp.N(worst, 2)} of its terms' size at {evaluated} random rational points "
+            "(50 digits); verified with high probability, not proved",
         )
     return _arb_tier(undecided)
 
