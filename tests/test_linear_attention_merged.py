@@ -321,3 +321,19 @@ def test_zero_is_checked_to_be_a_saddle_and_a_minimum_would_fail():
     m.values["zero_loss_changes"] = [abs(down), up]
     bad = judge_claim(c, s, m)
     assert bad.verdict == "fails" and [x.name for x in bad.failed_checks()][0].startswith("M = 0 is a saddle")
+
+
+def test_the_fixed_point_facts_are_computed(monkeypatch):
+    """The population derivation's facts about its fixed points are decided from the derived
+    loss, not asserted: with a planted c_d of the wrong sign (ℓ then concave, each drop
+    negative) the saddle and drop-order facts are refuted, and with the true c_d they hold."""
+    from proofs.linear_attention.theory import _population as P
+
+    facts = ("every M_S with S ≠ all directions is a saddle; S = all is the global minimum",
+             "the drop λ_d/c_d increases with λ_d")
+    status = {st.name: st.status for st in P.Population().derivation.steps}
+    assert all(status[f] == "verified" for f in facts)
+    real = P.c_coefficient
+    monkeypatch.setattr(P, "c_coefficient", lambda lam, trace, n: -real(lam, trace, n))
+    status = {st.name: st.status for st in P.Population().derivation.steps}
+    assert all(status[f] == "refuted" for f in facts), {f: status[f] for f in facts}

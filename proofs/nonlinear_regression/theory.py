@@ -257,7 +257,11 @@ def _derive_rescaling() -> tuple[Derivation, dict, dict]:
            "ŷ is linear in the labels")
     g1 = d.define("grad_1", grad(1), "∂ℓ₁/∂q by the chain rule through the scores")
     rho = d.define("rho(L)", gradient_scaling(grad(L), g1), "gradient factor ∇ℓ_L/∇ℓ₁")
-    d.step("gradient scales by ρ(L)", grad(L), rho * g1, "differentiated symbolically")
+    d.step("gradient scales by L²", grad(L), L**2 * g1,
+           "differentiated symbolically: the scores do not depend on the labels")
+    d.fact("ρ(L) = L², free of the labels and scores", sp.simplify(rho - L**2) == 0,
+           "the factor used below, as computed from the two gradients, against the step above: the "
+           "same for every prompt, so GD at (η, L) is GD at (ηL², 1)", "sympy.simplify(ρ − L²) == 0")
     sol = sp.solve(sp.Eq(q - eta * rho * g1, q - etap * rho.subs(L, Lp) * g1), etap)
     eta_p = d.define("eta'", sol[0], "the step at L' whose GD iterate equals GD at (η, L)")
     step_diff = sp.simplify((q - eta * grad(L)) - (q - eta_p * grad(Lp)))

@@ -32,12 +32,15 @@ class MergedDynamics:
         d = Derivation("ATTN_M: the saddle at zero and the logistic time course for Λ = λI")
         G = pop.Lam**2
         s = sp.Symbol("s", real=True)
+        curvature = {}
         for sign in (1, -1):
             path = sp.collect(sp.expand(pop.at(pop.loss, s * (sign * s) * G)), s)
+            curvature[sign] = sp.diff(path, s, 2).subs(s, 0)
             d.step(f"curvature at θ = 0 along (v, U) = s(1, {'+' if sign > 0 else '−'}Λ²)",
                    sp.Subs(sp.Derivative(path, (s, 2)), s, 0), -sign * 4 * (G.multiply_elementwise(G)).trace(),
                    "second derivative at s = 0 of L along the path, L(M) at M = vU = ±s²Λ²")
-        d.fact("θ = 0 is a saddle", True,
+        d.fact("θ = 0 is a saddle",
+               bool(sp.expand(curvature[1]).is_negative and sp.expand(curvature[-1]).is_positive),
                "∇L(0) = 0 (L depends on θ through the product vU) and the curvature is −4‖Λ²‖²_F < 0 "
                "along (1, Λ²), +4‖Λ²‖²_F > 0 along (1, −Λ²)", "indefinite Hessian at a stationary point")
         Dd, w, t = sp.symbols("D w_init t", positive=True)
@@ -109,8 +112,9 @@ class SeparateDynamics:
         d.step("per-direction balanced flow τv̇ = λ²v² − λ³cv⁵", sp.factor(rhs),
                lam**2 * x**2 * (1 - lam * cc * x**3), "v = ‖k‖ = ‖q‖ along one direction")
         roots = sp.solve(rhs, x)
-        d.fact("two fixed points per direction", roots == [(lam * cc) ** sp.Rational(-1, 3)]
-               or len(roots) == 1,
+        d.fact("two fixed points per direction",
+               len(roots) == 1 and sp.simplify(roots[0] - (lam * cc) ** sp.Rational(-1, 3)) == 0
+               and sp.factor(rhs).subs(x, 0) == 0,
                f"besides v = 0 the only positive root is {sp.sstr(roots)} = (λc)^(-1/3): a direction is "
                "either unlearned or learned, 2^D combinations", "sympy.solve over the positive reals")
         self.derivation = d

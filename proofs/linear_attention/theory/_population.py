@@ -139,12 +139,19 @@ class Population:
         d.step("ℓ(ε) − ℓ(0) = −2λ²ε + λ³cε²", sp.Subs(ell, mm, eps) - sp.Subs(ell, mm, 0),
                -2 * lam**2 * eps + lam**3 * c * eps**2,
                "substitute m = ε and m = 0; < 0 for 0 < ε < 2/(λc): an unlearned direction is a descent direction")
-        d.fact("2^D fixed points M_S = Σ_{d∈S} e_de_dᵀ/(λ_dc_d), L(M_S) = tr Λ − Σ_{d∈S} λ_d/c_d", True,
+        # a direction of the heads' flow is stationary where m·ℓ'(m) = 0 (its gradient carries
+        # the factor m through the heads' weights): at 0 and at m*, nothing else
+        stationary = sp.solve(mm * sp.diff(ell, mm), mm)
+        two = len(stationary) == 2 and {sp.simplify(r - mstar) == 0 or r == 0 for r in stationary} == {True}
+        d.fact("2^D fixed points M_S = Σ_{d∈S} e_de_dᵀ/(λ_dc_d), L(M_S) = tr Λ − Σ_{d∈S} λ_d/c_d",
+               two and any(r == 0 for r in stationary),
                "by the separation above each direction sits at 0 or m*, independently: one fixed point "
                "per subset S, with the loss tr Λ − Σ_{d∈S} λ_d/c_d",
                "composition of the verified steps above")
+        descent = sp.factor(sp.expand(ell.subs(mm, eps) - ell.subs(mm, 0)))  # −ε(2λ² − λ³cε)
         d.fact("every M_S with S ≠ all directions is a saddle; S = all is the global minimum",
-               (2 * lam**3 * c).is_positive is True,
+               bool(sp.diff(ell, mm, 2).is_positive)
+               and bool(sp.simplify(descent.subs(eps, 1 / (lam * c))).is_negative),
                "from M_S a small ε along any unlearned direction lowers the loss (−2λ²ε + λ³cε² < 0), "
                "while ℓ is strictly convex (ℓ'' = 2λ³c > 0), so M_{all} = M* minimises each direction",
                "sign of the verified polynomials for positive λ, c")
@@ -157,7 +164,7 @@ class Population:
         slope = sp.diff(drop_size(lam, T, N), lam)
         d.step("d(λ/c)/dλ at fixed tr Λ", slope,
                N * lam * (N * lam + lam + 2 * T) / (N * lam + lam + T) ** 2, "quotient rule")
-        d.fact("the drop λ_d/c_d increases with λ_d", True,
+        d.fact("the drop λ_d/c_d increases with λ_d", bool(sp.factor(slope).is_positive),
                "so among the fixed points with m learned directions the top m by eigenvalue has the "
                "lowest loss: L(M_m) = tr Λ − Σ_{d≤m} λ_d/c_d (Eq. 19)",
                "the verified derivative is a ratio of positive terms for positive λ, T, N")
