@@ -337,3 +337,49 @@ def test_the_fixed_point_facts_are_computed(monkeypatch):
     monkeypatch.setattr(P, "c_coefficient", lambda lam, trace, n: -real(lam, trace, n))
     status = {st.name: st.status for st in P.Population().derivation.steps}
     assert all(status[f] == "refuted" for f in facts), {f: status[f] for f in facts}
+
+
+def _central(loss, p: dict, eps: float = 1e-6) -> dict:
+    """Central differences of ``loss`` (a function of the parameter dict) at every entry."""
+    out = {}
+    for name, P in p.items():
+        g = np.zeros_like(P)
+        for idx in np.ndindex(P.shape):
+            hi, lo = {k: v.copy() for k, v in p.items()}, {k: v.copy() for k, v in p.items()}
+            hi[name][idx] += eps
+            lo[name][idx] -= eps
+            g[idx] = (loss(hi) - loss(lo)) / (2 * eps)
+        out[name] = g
+    return out
+
+
+def test_equivalent_network_gradient_matches_central_differences():
+    """The equivalent two-layer network's GD (Fig. 1's other side) steps by the gradient of
+    ½·MSE: one step at learning rate 1 moves w₂ and W₁ by central differences of it (1e-6
+    relative: a polynomial, so the differences err by O(eps²))."""
+    from proofs.linear_attention.experiments import _trajectory as trj
+
+    rng = np.random.default_rng(31)
+    X, y = data.sample_sequences(40, 5, data.covariance([0.9, 0.5, 0.2]), rng)
+    Z = trj.network_features(X)
+    p = {"w2": rng.standard_normal(2), "W1": rng.standard_normal((2, Z.shape[1]))}
+    out = trj.train_network(Z, y, p["w2"].copy(), p["W1"].copy(), lr=1.0, steps=1, keep_every=1)
+    step = {"w2": out["w2"][0] - out["w2"][-1], "W1": out["W1"][0] - out["W1"][-1]}
+    fd = _central(lambda q: 0.5 * np.mean((Z @ q["W1"].T @ q["w2"] - y) ** 2), p)
+    for k in p:
+        assert np.max(np.abs(step[k] - fd[k])) <= 1e-6 * np.max(np.abs(fd[k])), k
+
+
+def test_one_head_flow_field_matches_central_differences():
+    """The one-head flow's field (−½∇ of the population loss, the plateau-escape rates' source)
+    against central differences of ½·population_mse at a random rank-one head: 1e-6 relative."""
+    from proofs.linear_attention.experiments import _flows as flows
+
+    rng = np.random.default_rng(32)
+    lam = np.array([0.9, 0.5, 0.2])
+    N = 7
+    p = {"v": np.array([0.7]), "k": rng.standard_normal(3), "q": rng.standard_normal(3)}
+    gv, gk, gq = flows._head_gradient(lam, N)(float(p["v"][0]), p["k"], p["q"])
+    fd = _central(lambda w: 0.5 * population.population_mse(w["v"][0] * np.outer(w["k"], w["q"]), lam, N), p)
+    for k, g in (("v", np.array([gv])), ("k", gk), ("q", gq)):
+        assert np.max(np.abs(-np.asarray(g) - fd[k])) <= 1e-6 * np.max(np.abs(fd[k])), k
