@@ -1274,3 +1274,28 @@ def test_a_clock_cap_ends_the_search_within_a_box_of_its_time(monkeypatch, growt
                           "n_take = chunk")(_interval.branch_and_bound)
     res, elapsed = run(chunked)
     assert elapsed > 5.0 + 1000 * 1e-3
+
+
+def test_the_hessian_norm_fact_compares_the_bound_with_its_statement(monkeypatch):
+    """The fact '‖∇²_z ℓ‖₂ ≤ N_S² + N_c∞N_S + N_fcN_S + N_fN_cN_S' is decided on the bound the
+    identity's terms build: with a term planted away (or added) the fact is refuted, as it
+    is verified with the true terms."""
+    import sympy as sp
+
+    from icltheory.core import Derivation
+    from proofs.softmax_regression.theory import _paper as P
+
+    s, c = sp.Rational(1, 2), sp.Integer(2)
+
+    def status():
+        d = Derivation("t")
+        P._hessian_norm_bound(d, s, c)
+        return next(st.status for st in d.steps if st.name.startswith("‖∇²_z ℓ‖₂ ≤"))
+
+    assert status() == "verified"
+    real = P.hessian_norm_constant
+    NS = P._NORMS[0]
+    for change in (-NS**2, NS):
+        monkeypatch.setattr(P, "hessian_norm_constant",
+                            lambda s_, c_, ch=change: (real(s_, c_)[0] + ch, real(s_, c_)[1]))
+        assert status() == "refuted", change

@@ -258,7 +258,10 @@ def _hessian_norm_bound(d: Derivation, s: sp.Expr, c: sp.Expr) -> sp.Expr:
     """‖∇²_z ℓ‖₂ ≤ κ for every z and ‖b‖ ≤ 1, step by step; returns κ."""
     bound, kappa = hessian_norm_constant(s, c)
     coeffs = sp.Poly(bound, *_NORMS).coeffs()
-    d.fact("‖∇²_z ℓ‖₂ ≤ N_S² + N_c∞N_S + N_fcN_S + N_fN_cN_S", all(co >= 0 for co in coeffs),
+    NS, Nci, Nfc, Nf, Nc = _NORMS
+    stated = NS**2 + Nci * NS + Nfc * NS + Nf * Nc * NS  # what the fact's name says the terms give
+    d.fact("‖∇²_z ℓ‖₂ ≤ N_S² + N_c∞N_S + N_fcN_S + N_fN_cN_S",
+           sp.expand(bound - stated) == 0 and all(co >= 0 for co in coeffs),
            "the triangle inequality over the terms of the identity above (the same list of "
            "terms builds both) and ‖AB‖₂ ≤ ‖A‖₂‖B‖₂, with N_S = ‖S‖₂, N_c∞ = ‖diag c‖₂ = ‖c‖∞, "
            "N_fc = ‖⟨f,c⟩I‖₂ = |⟨f,c⟩|, ‖fcᵀ‖₂ = ‖f‖₂‖c‖₂ = N_fN_c; its coefficients are ≥ 0, "
