@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import _memo
+from _numeric import central_differences
 from icltheory.core import get_claim, run_check
 from proofs.linear_attention import theory
 from proofs.linear_attention.experiments import _data as data
@@ -89,14 +90,7 @@ def test_separate_heads_gradient_matches_the_naive_forward_pass(args, R):
         WQ[:, :, :D] = q["Q"][0]
         return 0.5 * np.mean((y - _naive_merged(X, WVq, np.einsum("hra,hrb->hab", q["K"][0], WQ))) ** 2)
 
-    eps = 1e-6
-    for name, P in p.items():
-        fd = np.zeros_like(P)
-        for idx in np.ndindex(P.shape):
-            hi, lo = {k: v.copy() for k, v in p.items()}, {k: v.copy() for k, v in p.items()}
-            hi[name][idx] += eps
-            lo[name][idx] -= eps
-            fd[idx] = (half_mse(hi) - half_mse(lo)) / (2 * eps)
+    for name, fd in central_differences(half_mse, p).items():
         assert np.max(np.abs(g[name] - fd)) <= 1e-6 * max(1e-3, np.max(np.abs(fd))), name
 
 
@@ -339,20 +333,6 @@ def test_the_fixed_point_facts_are_computed(monkeypatch):
     assert all(status[f] == "refuted" for f in facts), {f: status[f] for f in facts}
 
 
-def _central(loss, p: dict, eps: float = 1e-6) -> dict:
-    """Central differences of ``loss`` (a function of the parameter dict) at every entry."""
-    out = {}
-    for name, P in p.items():
-        g = np.zeros_like(P)
-        for idx in np.ndindex(P.shape):
-            hi, lo = {k: v.copy() for k, v in p.items()}, {k: v.copy() for k, v in p.items()}
-            hi[name][idx] += eps
-            lo[name][idx] -= eps
-            g[idx] = (loss(hi) - loss(lo)) / (2 * eps)
-        out[name] = g
-    return out
-
-
 def test_equivalent_network_gradient_matches_central_differences():
     """The equivalent two-layer network's GD (Fig. 1's other side) steps by the gradient of
     ½·MSE: one step at learning rate 1 moves w₂ and W₁ by central differences of it (1e-6
@@ -365,7 +345,7 @@ def test_equivalent_network_gradient_matches_central_differences():
     p = {"w2": rng.standard_normal(2), "W1": rng.standard_normal((2, Z.shape[1]))}
     out = trj.train_network(Z, y, p["w2"].copy(), p["W1"].copy(), lr=1.0, steps=1, keep_every=1)
     step = {"w2": out["w2"][0] - out["w2"][-1], "W1": out["W1"][0] - out["W1"][-1]}
-    fd = _central(lambda q: 0.5 * np.mean((Z @ q["W1"].T @ q["w2"] - y) ** 2), p)
+    fd = central_differences(lambda q: 0.5 * np.mean((Z @ q["W1"].T @ q["w2"] - y) ** 2), p)
     for k in p:
         assert np.max(np.abs(step[k] - fd[k])) <= 1e-6 * np.max(np.abs(fd[k])), k
 
@@ -380,6 +360,6 @@ def test_one_head_flow_field_matches_central_differences():
     N = 7
     p = {"v": np.array([0.7]), "k": rng.standard_normal(3), "q": rng.standard_normal(3)}
     gv, gk, gq = flows._head_gradient(lam, N)(float(p["v"][0]), p["k"], p["q"])
-    fd = _central(lambda w: 0.5 * population.population_mse(w["v"][0] * np.outer(w["k"], w["q"]), lam, N), p)
+    fd = central_differences(lambda w: 0.5 * population.population_mse(w["v"][0] * np.outer(w["k"], w["q"]), lam, N), p)
     for k, g in (("v", np.array([gv])), ("k", gk), ("q", gq)):
         assert np.max(np.abs(-np.asarray(g) - fd[k])) <= 1e-6 * np.max(np.abs(fd[k])), k
