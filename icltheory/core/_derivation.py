@@ -240,9 +240,11 @@ def _nonzero_at_random_points(diffs: Any, *, points: int, seed: int) -> tuple[st
                     continue
                 # SymPy floats keep any exponent (a value of 1e-900 is not rounded to 0)
                 mag = sp.Abs(val)
+                if mag == 0 or not mag.is_finite:  # zero to the digits carried: no terms to size
+                    continue
                 scale = max((sp.Abs(sp.N(a.xreplace(pt), 50)) for a in sp.Add.make_args(d)),
                             default=sp.Float(0))
-                if not (mag.is_finite and scale.is_finite and scale > 0):
+                if not (scale.is_finite and scale > 0):
                     continue
             except Exception:
                 continue
