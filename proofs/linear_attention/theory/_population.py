@@ -142,9 +142,9 @@ class Population:
         # a direction of the heads' flow is stationary where m·ℓ'(m) = 0 (its gradient carries
         # the factor m through the heads' weights): at 0 and at m*, nothing else
         stationary = sp.solve(mm * sp.diff(ell, mm), mm)
-        two = len(stationary) == 2 and {sp.simplify(r - mstar) == 0 or r == 0 for r in stationary} == {True}
         d.fact("2^D fixed points M_S = Σ_{d∈S} e_de_dᵀ/(λ_dc_d), L(M_S) = tr Λ − Σ_{d∈S} λ_d/c_d",
-               two and any(r == 0 for r in stationary),
+               len(stationary) == 2 and any(r == 0 for r in stationary)
+               and any(sp.simplify(r - mstar) == 0 for r in stationary),
                "by the separation above each direction sits at 0 or m*, independently: one fixed point "
                "per subset S, with the loss tr Λ − Σ_{d∈S} λ_d/c_d",
                "composition of the verified steps above")
