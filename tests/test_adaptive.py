@@ -570,3 +570,29 @@ def test_batch_records_match_solve_ivp():
         assert np.allclose(both.obs[b], ref.y.T, rtol=1e-6, atol=1e-9)
         alone = run(y0[b:b + 1])
         assert np.allclose(both.obs[b], alone.obs[0], rtol=1e-14, atol=1e-16)
+
+
+def test_records_are_observed_in_batches_row_by_row():
+    """The states at record times are observed several steps and rows at a time (far fewer calls
+    than records), and what is kept is ``observe`` of each recorded state, as if observed alone."""
+    from icltheory.dynamics import DenseNewton, integrate_batch
+
+    A = np.array([[-1.0, 0.5], [0.0, -30.0]])
+    y0 = np.array([[1.0, 2.0], [0.5, -1.0], [-2.0, 0.1]])
+    rec = np.geomspace(1e-3, 3.0, 900)
+    calls = []
+
+    def observe(y):
+        calls.append(y.shape[0])
+        return np.stack([y[:, 0] * y[:, 1], np.exp(-y[:, 0])], 1)
+
+    def run(obs):
+        return integrate_batch(lambda t, x: x @ A.T, y0, newton=DenseNewton(lambda t, x: np.broadcast_to(A, (x.shape[0], 2, 2)), 3, 2),
+                               t_bound=np.full(3, 3.0), rtol=1e-8, atol=1e-12, first_step=1e-4, record=rec, observe=obs)
+
+    states = run(None).obs  # (3, 900, 2): the recorded states themselves
+    observed = run(observe).obs
+    assert sum(calls) == 3 + 3 * rec.size  # the initial states, then every record once
+    assert len(calls) < rec.size // 10
+    assert np.all(np.isfinite(observed))
+    assert np.array_equal(observed, np.stack([observe(s) for s in states]))

@@ -70,6 +70,10 @@ ITERATION_OVERHEAD = 1e6
 #: budgets assume (measured on the finite-sample flow's Jacobian and inverse, D = 4 … 7)
 BLAS3_WORK = 0.05
 
+#: states at record times observed in one call (a few hundred: the call's overhead shared, the
+#: states kept meanwhile a small multiple of one iteration's)
+_OBSERVE_BATCH = 256
+
 _K = MAX_ORDER + 1  # differences 0..k used by the predictor and the dense output
 _J = np.arange(_K)
 _INV_J = 1.0 / np.arange(1, _K)
@@ -260,7 +264,8 @@ def integrate_batch(fun: Callable, y0: np.ndarray, *, newton, t_bound: np.ndarra
     ``solve_cost``.  ``rtol`` (scalar or (B,)), ``atol`` (scalar, (B,) or (B, n)); ``sizes``:
     each row's number of real components (the error norm's denominator; default n).
     ``record``: increasing times at which ``observe(y)`` ((r, n) → (r, ...); default y) is kept
-    for every row, from the dense output.  ``events(y)`` ((r, n) → (r, ne)): components whose
+    for every row, from the dense output (``observe`` is called on the states of several steps
+    and rows at once, so it must act on each row alone).  ``events(y)`` ((r, n) → (r, ne)): components whose
     first crossing from below 0 to ≥ 0 is located on the dense output (≥ 0 at t = 0: time 0);
     with ``latest`` a component falling back below 0 (at an accepted step) loses its time and
     may cross again.  ``control(rows, t, ev)`` is called, with the rows that accepted a step,
@@ -331,6 +336,21 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             "g": g_f, "ev": ev_f, "atol": atol_f, "rtol": rtol_f, "sizes": sizes_f, "ntol": ntol_f}
     act = np.zeros(0, int)
     w: dict = {}
+    # the states at record times wait here and are observed together (one ``obs_fn`` call per
+    # :data:`_OBSERVE_BATCH` of them instead of one per step): before the working columns
+    # change (``obs_fn`` sees the working width) and at the end
+    pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    n_pending = [0]
+
+    def observe_pending() -> None:
+        if not pending:
+            return
+        rows_p = np.concatenate([r_ for r_, _, _ in pending])
+        ii_p = np.concatenate([i_ for _, i_, _ in pending])
+        y_p = pending[0][2] if len(pending) == 1 else np.concatenate([y_ for _, _, y_ in pending])
+        obs[rows_p, ii_p] = np.asarray(obs_fn(y_p))
+        pending.clear()
+        n_pending[0] = 0
 
     last = [0, 0, 0, 0]  # the counters at the last accounting
     unit = [0.0, 0.0, 0.0]  # a row's right-hand side, factorisation and solve at the working set's width
@@ -363,6 +383,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
             now = np.flatnonzero(t_cur < bound)
             if now.size != act.size or np.any(now != act):
                 account()
+                observe_pending()
                 if act.size:
                     store()
                 act = now
@@ -543,7 +564,10 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
                         rr, ii, y_rec = np.repeat(wi, span.size), ii.ravel(), Y.reshape(-1, Y.shape[2])
                     else:
                         rr, ii, y_rec = np.broadcast_to(wi[:, None], valid.shape)[valid], ii[valid], Y[valid]
-                    obs[rows[rr], ii] = np.asarray(obs_fn(y_rec))
+                    pending.append((rows[rr], ii, y_rec))
+                    n_pending[0] += rr.size
+                    if n_pending[0] >= _OBSERVE_BATCH:
+                        observe_pending()
                     irw[aidx[wi]] = hi[wi]
                     next_rec[aidx[wi]] = rec_next[hi[wi]]
             ev_changed = False
@@ -610,6 +634,7 @@ def _lockstep(fun, y0, *, newton, t_bound, rtol, atol, first_step, sizes, record
         if work.flops > budget:
             budget_hit = True
             break
+    observe_pending()
     if act.size:
         store()
     account()
