@@ -1208,3 +1208,23 @@ def test_tf_parameters_reversal_needs_transformers_that_learned():
     v = _memo.run(claim, claim.setting({"amplitude": 0.1, "seed": 1}).with_profile("quick"), None)
     assert v.verdict == "inconclusive", v.reasons
     assert any("did not learn the task" in c.detail for c in v.checks if c.passed is None)
+
+
+@pytest.mark.parametrize("cid", ["catgd.single-step", "catgd.construction"])
+def test_exact_identities_are_relative_at_a_small_kernel_scale(cid):
+    """At kernel scale 1e-6 the linear kernel's terms are ~1e-6: the 1e-10 resolution is relative
+    to them, so a 1e-8 relative error of the theory's kernel scale fails the claim (an absolute
+    1e-10 would pass it), and the clean claim still holds."""
+    import icltheory.testing as itest
+    from icltheory.core import PlantedError
+
+    def off(orig):
+        def kernel(self, kind, Xq, Xk, scale):
+            return orig(self, kind, Xq, Xk, (1.0 + 1e-8) * scale)
+        return kernel
+
+    setting = {"scale": 1e-6, "kernel": "linear"}
+    assert _check(cid, **setting).verdict == "holds"
+    err = PlantedError("theory", "kernel scale 1e-8 off", "proofs.categorical_icl.theory._paper:Paper.kernel",
+                       off, setting)
+    assert itest.run_planted(get_claim(cid), err).verdict == "fails"

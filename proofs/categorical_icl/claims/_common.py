@@ -9,7 +9,7 @@ from icltheory.core import PlantedError, lazy_module, mean_bounds
 
 theory = lazy_module("proofs.categorical_icl.theory")
 
-__all__ = ["SOURCE", "EXACT_WHY", "THEORY", "EXPERIMENTS", "term_size", "SOFTMAX_TEMPERATURE_THEORY",
+__all__ = ["SOURCE", "EXACT_WHY", "THEORY", "EXPERIMENTS", "term_size", "embedding_size", "SOFTMAX_TEMPERATURE_THEORY",
            "SCORE_TEMPERATURE_EXPERIMENT", "KERNEL_SCALE_THEORY", "step_work", "synthetic_task"]
 
 SOURCE = "Wang et al., ICML 2025, arXiv 2405.17248"
@@ -20,12 +20,23 @@ EXPERIMENTS = "proofs.categorical_icl.experiments"
 
 
 def term_size(kernel: str, X: np.ndarray, N: int, scale: float, gammas, W: np.ndarray) -> np.ndarray:
-    r"""Per-prompt size of the terms functional GD sums,
-    :math:`1+K\max_j\sum_i|\tilde\kappa_{ji}|\,\max_k\lVert\Gamma_k\rVert_2\,2\max_c\lVert w_{e,c}\rVert`:
-    float64 round-off is relative to it (the exp kernel can make it ~1e9)."""
+    r"""Per-prompt size of the terms functional GD sums into the ``f`` slots,
+    :math:`K\max_j\sum_i|\tilde\kappa_{ji}|\,\max_k\lVert\Gamma_k\rVert_2\,2\max_c\lVert w_{e,c}\rVert`:
+    float64 round-off of an ``f`` slot is relative to it, whatever its scale (the exp kernel can
+    make it ~1e9, a small linear-kernel scale ~1e-6).  Not floored at 1: an absolute floor would
+    turn the 1e-10 relative resolution into an absolute one, blind to a relative error of the
+    terms where they are small.  (The smallest positive float where every term is 0: both sides
+    are then exactly 0.)"""
     kap = theory.paper().kernel(kernel, X, X[:, :N], scale)
-    return 1.0 + (np.abs(kap).sum(-1).max(-1) * max(np.linalg.norm(G, 2) for G in gammas)
-                  * 2 * np.linalg.norm(W, axis=0).max() * len(gammas))
+    size = (np.abs(kap).sum(-1).max(-1) * max(np.linalg.norm(G, 2) for G in gammas)
+            * 2 * np.linalg.norm(W, axis=0).max() * len(gammas))
+    return np.maximum(size, np.finfo(float).tiny)
+
+
+def embedding_size(W: np.ndarray) -> float:
+    r""":math:`\max_c\lVert w_{e,c}\rVert`: the size of a ``v`` slot (a convex combination of the
+    embeddings), to which its float64 round-off is relative."""
+    return float(np.linalg.norm(W, axis=0).max())
 
 
 #: the two sides' float64 round-off, each about the theory's own (measured against its long-double

@@ -11,7 +11,7 @@ from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, 
 from ..settings import ConstructionSetting, CrossAttentionSetting, FunctionalGDSetting, SingleStepSetting
 from ._common import (EXACT_WHY, EXPERIMENTS, KERNEL_SCALE_SLIGHTLY_THEORY, KERNEL_SCALE_THEORY,
                       SCORE_SLIGHTLY_HOT_EXPERIMENT, SCORE_TEMPERATURE_EXPERIMENT, SOFTMAX_SLIGHTLY_HOT_THEORY, SOFTMAX_TEMPERATURE_THEORY,
-                      SOURCE, THEORY, roundoff_tolerance, term_size)
+                      SOURCE, THEORY, embedding_size, roundoff_tolerance, term_size)
 
 theory = lazy_module("proofs.categorical_icl.theory")
 ex = lazy_module("proofs.categorical_icl.experiments")
@@ -311,10 +311,10 @@ class Construction(Claim):
         p = theory.paper()
         fs, Es = states if states is not None else p.functional_gd_states(s.kernel, X, y, m["W"], m["gammas"], s.scale)
         size = term_size(s.kernel, X, s.N, s.scale, m["gammas"], m["W"])
-        ef = np.abs(f - fs).max((2, 3)) / size  # (K+1, B)
-        ev = np.abs(v - Es).max((2, 3)) / size
+        ef = np.abs(f - fs).max((2, 3)) / size  # (K+1, B): relative to the f slots' terms
+        ev = np.abs(v - Es).max((2, 3)) / embedding_size(m["W"])  # a v slot: relative to the embeddings
         eq = np.abs(f[:, :, -1] - fs[:, :, -1]).max(-1) / size
-        ero = np.abs(probs - p.readout(m["W"], fs[-1][:, -1])).max(-1) / size
+        ero = np.abs(probs - p.readout(m["W"], fs[-1][:, -1])).max(-1)  # probabilities: of size 1
         return ef, ev, eq, ero
 
     def judge(self, s, predicted, m, ctx):
@@ -325,7 +325,8 @@ class Construction(Claim):
         rel = np.maximum(np.maximum(ef.max(0), ev.max(0)), ero)
         fl, El = p.functional_gd_states(s.kernel, m["X"], m["y"], m["W"], m["gammas"], s.scale, dtype=np.longdouble)
         size = term_size(s.kernel, m["X"], s.N, s.scale, m["gammas"], m["W"])
-        floor = float(max((np.abs(fs - fl).max((0, 2, 3)) / size).max(), (np.abs(Es - El).max((0, 2, 3)) / size).max()))
+        floor = float(max((np.abs(fs - fl).max((0, 2, 3)) / size).max(),
+                          (np.abs(Es - El).max((0, 2, 3)) / embedding_size(m["W"])).max()))
         ctx.measure("roundoff_floor_relative", floor)
         tol, why = roundoff_tolerance(floor)
         wins = np.asarray(m["wins"])
@@ -347,8 +348,10 @@ class Construction(Claim):
             ctx.close(f"construction = {s.K}-step functional GD (f at all {s.N + 1} positions, v at context, "
                       f"readout), erase={s.erase}; error / (size of the summed terms)", key="max_abs_error",
                       measured=float(rel.max()), atol=tol,
-                      why=why + "; divided by the size of the summed terms (≥ 1; round-off is "
-                      "relative, and the exp kernel can make terms of order 1e6)")
+                      why=why + "; each error relative to what its round-off is relative to: an f slot's "
+                      "to the size of the terms summed into it (the exp kernel can make them ~1e6, a small "
+                      "kernel scale small), a v slot's to the embeddings' size, the readout's probabilities "
+                      "to 1")
         per_block = {f"block {k}": {"v slots": float(ev[k].max()), "f slots": float(ef[k].max()),
                                     "query prediction f": float(eq[k].max())} for k in range(s.K + 1)}
         ctx.evidence["error per block (relative)"] = per_block
@@ -467,7 +470,8 @@ class SingleStep(Claim):
         ctx.measure("errors", errs)
         ctx.close("one head reproduces f1 (centred tokens; raw tokens when w̄_e = 0; = full block)",
                   key="max_abs_error", measured=worst, atol=1e-10,
-                  why=EXACT_WHY + "; errors divided by the size of the summed terms (≥ 1)")
+                  why=EXACT_WHY + "; errors divided by the size of the terms summed into f (round-off is "
+                      "relative to it, at any kernel scale)")
         offset = p.single_step_offset(s.kernel, X, W, G[0], s.scale, s.N)
         e_off = err(m["raw"], f1 + offset)
         ctx.measure("raw_embedding_error_when_mean_nonzero", err(m["raw"], f1))
