@@ -1228,3 +1228,51 @@ def test_exact_identities_are_relative_at_a_small_kernel_scale(cid):
     err = PlantedError("theory", "kernel scale 1e-8 off", "proofs.categorical_icl.theory._paper:Paper.kernel",
                        off, setting)
     assert itest.run_planted(get_claim(cid), err).verdict == "fails"
+
+
+def test_data_threshold_bounds_carry_the_windows_own_noise():
+    """The tolerance window is a multiple of the GD model's mean NLL on the same test prompts:
+    with that mean as noisy as the gap itself, a gap exactly at the window's edge is refuted at
+    most at the stated level (calibration over simulated prompts; the plug-in window refuted
+    ≈ 4× as often), and a gap well beyond the edge is refuted."""
+    from icltheory.core import CheckContext
+    from proofs.categorical_icl.claims.thresholds import DataThresholds
+
+    claim, rng, n, level, sims = DataThresholds(), np.random.default_rng(0), 400, 0.05, 2000
+
+    def refuted(shift: float) -> float:
+        out = 0
+        for _ in range(sims):
+            base = 1.0 + rng.standard_normal(n)  # the GD model's NLL at the largest L, per prompt
+            diff = 1.0 + shift + 0.5 * rng.standard_normal(n)  # the gap; the window's edge is 1.0 × E[base]
+            ctx = CheckContext(predicted={"gd_converged_by": 5000.0}, profile="quick", seed=0)
+            claim._bounded(ctx, "gap", diff, base, (0.5, 1.0), level=level, confirm_below=True,
+                           confirm_block="", refute_block="", key="gd_converged_by")
+            out += ctx.checks[-1].passed is False
+        return out / sims
+
+    at_edge = refuted(0.0)
+    assert at_edge <= level + 3 * np.sqrt(level * (1 - level) / sims), at_edge
+    assert refuted(0.4) > 0.9
+
+
+@pytest.mark.parametrize("profile", ["standard", "thorough"])
+@pytest.mark.parametrize("K", [1, 2])
+def test_data_thresholds_can_fail_on_every_grid(profile, K):
+    """A Transformer that matches the GD model at every L refutes "it does not match below the
+    threshold" on every profile's grid: the bounds share one total false-fail, so a longer grid
+    (the thorough profile's) does not push the total past what a `fails` may carry."""
+    from icltheory.core import FALSE_FAIL_MAX, Measurement, judge_claim
+
+    rng = np.random.default_rng(0)
+    s = SET.ThresholdSetting.parse({"profile": profile, "K": K})
+    flat = [(i * 50, 1.0, 1.0) for i in range(30)]
+    base = 1.6 + 0.5 * rng.standard_normal(s.prompts)
+    m = {"min_delta": 0.0075, "bayes_accuracy": 0.5}
+    for L in (int(v) for v in s.train_sizes):
+        m[f"GD L={L}"] = {"nll_exact": base.copy(), "accuracy": 0.5, "curve": flat}
+        m[f"TF L={L}"] = {"nll_exact": base + 1e-3 * rng.standard_normal(s.prompts), "accuracy": 0.5,
+                          "curve": flat, "qk_distance": 0.5}
+    v = judge_claim("catgd.data-thresholds", s, Measurement(m))
+    assert v.verdict == "fails", v.reasons
+    assert sum(c.false_fail for c in v.checks) <= FALSE_FAIL_MAX

@@ -220,9 +220,9 @@ def _not_reproduced(r: int, n: int, bound: float) -> str:
             f"{n} (its bound {bound:.3g}): training randomness can explain it, no refutation")
 
 
-def _tol(b) -> dict:
+def _tol(b, level: float = _A) -> dict:
     mo = b.moments
-    return {"level_each": _A, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,
+    return {"level_each": level, "n": mo.n, "stderr": mo.stderr, "skewness": mo.skewness,
             "kurtosis": mo.kurtosis, "corrections": list(b.corrections)}
 
 
