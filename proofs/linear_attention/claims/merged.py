@@ -411,9 +411,10 @@ class MergedSigmoid(Claim):
         if reached:
             ds = abs(s_end - s_inf) + tol
             ctx.close("L(σ(t_end)) = L*", key="loss_final", measured=float(L[-1]),
-                      atol=D * lam * (lam * ds / s_end) ** 2 * 2 + 1e-12 * D * lam,
-                      why="L is quadratic in σ with its minimum L* at σ∞: L(σ) − L* = Dλ(λcδσ)²/c ≤ 2Dλ(δσ/σ∞)², "
-                          "δσ = |σ(t_end) − σ∞| + the ODE error")
+                      atol=2.0 * D * lam * (ds / s_end) ** 2 + 1e-12 * D * lam,
+                      why="L is quadratic in σ with its minimum L* at σ∞ = 1/(λc): L(σ) − L* = Dλ·λ²c·δσ² = "
+                          "Dλ(δσ/σ∞)²/c ≤ 2Dλ(δσ/σ(t_end))² (c > 1, and σ(t_end) ≤ √2·σ∞: the logistic rises to σ∞), δσ = "
+                          "|σ(t_end) − σ∞| + the ODE error; plus 1e-12 of the terms' size for round-off")
             self._drop(ctx, pred, m, r, th)
         self._finite_sample(s, ctx, pred, m)
 
