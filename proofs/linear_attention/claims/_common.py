@@ -7,7 +7,7 @@ import numpy as np
 
 from icltheory.core import Plot, Series
 
-__all__ = ["ARXIV", "IDENTITY_WHY", "ROW_STEP_WORK", "SOLVER_MARGIN", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
+__all__ = ["ARXIV", "IDENTITY_WHY", "beta_divisor", "ROW_STEP_WORK", "SOLVER_MARGIN", "STEP_WORK", "max_rel_error", "plot_indices", "same_eigenvalues",
            "judge_order", "judge_visits", "judge_path_levels", "loss_plot", "steps_work"]
 
 ARXIV = "arXiv 2501.16265 (Zhang, Singh, Latham, Saxe, ICML 2025)"
@@ -34,6 +34,18 @@ ROW_STEP_WORK = 4.5e4
 def steps_work(steps: float, per_step_flops: float) -> float:
     """Work of a GD loop: each step costs its flops or the per-step overhead, whichever is more."""
     return float(steps) * max(float(per_step_flops), STEP_WORK)
+
+
+def beta_divisor(N: int) -> float:
+    """The d of β = Σ_n y_n x_n / d, read off the theory's in-context statistic at this N: the
+    statistic of N unit pairs, exactly, is N / d (taken as it is, not rounded to a simple
+    fraction, so a normalisation off by a few parts in 10¹⁰ reaches the 1e-10 checks)."""
+    import sympy as sp
+    from importlib import import_module
+
+    stat = import_module("proofs.linear_attention.theory._equivalence").context_statistic(
+        sp.ones(1, N), sp.ones(N, 1), N)[0]
+    return float(sp.Integer(N) / stat)
 
 
 def max_rel_error(a, b) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from icltheory.core import PlantedError
 
 __all__ = ["THEORY", "EXPERIMENTS", "C_N_PLUS_1", "MOMENTS_N_PLUS_1", "EIGEN_ORDER_REVERSED", "contexts_n_plus_1",
-           "C_SLIGHTLY_LARGE", "MOMENTS_SLIGHTLY_LARGE", "FLOW_CURVATURE_LARGE"]
+           "C_SLIGHTLY_LARGE", "MOMENTS_SLIGHTLY_LARGE", "FLOW_CURVATURE_LARGE", "STATISTIC_SLIGHTLY_LARGE"]
 
 THEORY = "proofs.linear_attention.theory"
 EXPERIMENTS = "proofs.linear_attention.experiments"
@@ -77,3 +77,16 @@ def _curvature_large(orig):
 FLOW_CURVATURE_LARGE = PlantedError("measurement", "the population flow's curvature term E[ββᵀ]·Λ 10 % too "
                                     "large (the flow only)", f"{EXPERIMENTS}._flows:SeparateHeadsNewton",
                                     _curvature_large)
+
+
+def _statistic_slightly_large(orig):
+    """The in-context statistic β 3e-10 too large (exactly, as a fraction)."""
+    import sympy as sp
+
+    return lambda x, y, n: orig(x, y, n) * sp.Rational(10_000_000_003, 10_000_000_000)
+
+
+#: the theory's in-context statistic β = Σ y_n x_n / N off by 3e-10 of itself: an error of the
+#: size the claims' 1e-10 identities resolve, where the normalisation d of β is read from it
+STATISTIC_SLIGHTLY_LARGE = PlantedError("theory", "β's normalisation 3e-10 too large in the symbolic reduction",
+                                        f"{THEORY}._equivalence:context_statistic", _statistic_slightly_large)

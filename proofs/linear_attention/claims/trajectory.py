@@ -18,8 +18,8 @@ import numpy as np
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, source_edit
 
 from ..settings import TrajectorySetting
-from ._common import ARXIV, max_rel_error, plot_indices
-from ._planted import EXPERIMENTS, THEORY
+from ._common import ARXIV, beta_divisor, max_rel_error, plot_indices
+from ._planted import EXPERIMENTS, STATISTIC_SLIGHTLY_LARGE, THEORY
 
 theory = lazy_module("proofs.linear_attention.theory")
 ex = lazy_module("proofs.linear_attention.experiments")
@@ -57,24 +57,6 @@ def _transposed_features(orig):
 #: work of one GD step of either model when its arrays are small: its Python-level overhead
 #: (≈ 120 µs on the reference machine, at D = 1, H = 1)
 _TRAJECTORY_STEP = 3.6e5
-
-
-def _beta_divisor(N: int) -> float:
-    """The d of β = Σ_n y_n x_n / d, read off the theory's in-context statistic at this N: the
-    statistic of N unit pairs, exactly, is N / d (taken as it is, not rounded to a simple
-    fraction, so a normalisation off by a few parts in 10¹⁰ reaches the 1e-10 check)."""
-    import sympy as sp
-    from importlib import import_module
-
-    stat = import_module(f"{THEORY}._equivalence").context_statistic(sp.ones(1, N), sp.ones(N, 1), N)[0]
-    return float(sp.Integer(N) / stat)
-
-
-def _statistic_slightly_large(orig):
-    """Planted theory error: the in-context statistic β 3e-10 too large (exactly, as a fraction)."""
-    import sympy as sp
-
-    return lambda x, y, n: orig(x, y, n) * sp.Rational(10_000_000_003, 10_000_000_000)
 
 
 def _lr_nudged(orig):
@@ -145,8 +127,7 @@ class MergedTrajectory(Claim):
         PlantedError("theory", "the label flip of the training derivation leaves the labels as they are",
                      f"{THEORY}._equivalence:label_flip", lambda orig: (lambda expr, labels: expr)),
         # an error three times what the 1e-10 β-normalisation check resolves
-        PlantedError("theory", "β's normalisation 3e-10 too large in the symbolic reduction",
-                     f"{THEORY}._equivalence:context_statistic", _statistic_slightly_large),
+        STATISTIC_SLIGHTLY_LARGE,
         PlantedError("measurement", "the attention trainer's key-query gradient misses the layer's 1/N",
                      f"{EXPERIMENTS}._trajectory:attention_grad", source_edit("(1, 0, 2)) / N", "(1, 0, 2))")),
         PlantedError("measurement", "the network's features are vec(x_q βᵀ) (β and x_q exchanged)",
@@ -161,7 +142,7 @@ class MergedTrajectory(Claim):
     )
 
     def constants(self, s) -> dict:
-        return {"loss_gap": 0.0, "weight_gap": 0.0, "irrelevant_drift": 0.0, "beta_divisor": _beta_divisor(s.N),
+        return {"loss_gap": 0.0, "weight_gap": 0.0, "irrelevant_drift": 0.0, "beta_divisor": beta_divisor(s.N),
                 "hidden_units": s.H, "feature_dim": s.D * s.D}
 
     def derive(self, s):
