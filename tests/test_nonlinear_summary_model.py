@@ -274,13 +274,32 @@ def test_summary_statements_fail_in_the_summarys_own_model(cid):
 
 @pytest.mark.thorough
 def test_single_phase_in_the_summarys_model_is_below_one_phase():
-    """At the depth the summary's model reaches (1 − α = 0.02), T(0.5)/T(0.98) lies 2.6–8× below
-    one exponential phase's on the seeds tried — near the claim's factor-3 band and moving by
-    about that much from seed to seed, so three independent runs must agree: at seed 0 they do
-    not (one inside the band, two below), at seed 1 all three are below it."""
-    v = _run("nonlinear.summary-single-phase", {"architecture": "summary"}, profile="standard")
-    assert v.verdict == "inconclusive", v.summary()
-    ratios = v.measured["phase_time_ratio_per_run"]
-    assert len(ratios) == 3 and all(r < v.predicted["phase_time_ratio"] / 2 for r in ratios)
+    """At the depth the summary's model reaches (1 − α = 0.02), T(0.5)/T(0.98) lies well below one
+    exponential phase's on every run, but near the claim's factor-3 band and moving by about that
+    much from seed to seed: at seed 1, 9 of 12 independent runs fall below the band and 3 inside
+    it, which the sign test (level 5e-4) does not call a shift of the median run."""
     w = _run("nonlinear.summary-single-phase", {"architecture": "summary", "seed": 1}, profile="standard")
-    assert w.verdict == "fails", w.summary()
+    assert w.verdict == "inconclusive", w.summary()
+    ratios = w.measured["ratio_per_run"]
+    assert len(ratios) == 12 and all(r < w.predicted["phase_time_ratio"] / 2 for r in ratios)
+
+
+def test_band_over_independent_runs_is_an_exact_sign_test():
+    """One deterministic run: inside the band holds, outside fails, with no false-fail (nothing
+    is sampled).  Twelve independent runs: all on one side fails, with the sign test's level
+    stated; all inside holds; eleven on one side and one on the other decides nothing."""
+    from icltheory.core import CheckContext
+    from proofs.nonlinear_regression.claims.summary import SIGN_LEVEL, _within_band
+
+    def judge(values):
+        ctx = CheckContext(predicted={"r": 1.0}, profile="quick", seed=0)
+        _within_band(ctx, "band", "r", values, "runs")
+        return ctx.checks[-1]
+
+    assert judge(1.5).passed is True and judge(5.0).passed is False and judge(5.0).false_fail == 0
+    above = judge([5.0] * 12)
+    assert above.passed is False and above.false_fail == SIGN_LEVEL <= 1e-3
+    assert judge([0.1] * 12).passed is False
+    assert judge([1.2] * 12).passed is True
+    assert judge([5.0] * 11 + [0.1]).passed is None
+    assert judge([5.0] * 11 + [1.0]).passed is None
