@@ -892,3 +892,21 @@ def test_mse_change_is_the_difference_of_the_two_losses():
     d = b - a
     flipped = -2.0 * np.einsum("si,si->s", d, mom.grad_half(a)) + np.einsum("si,ij,sj->s", d, mom.C, d)
     assert not np.allclose(flipped, direct, rtol=1e-3)
+
+
+def test_escape_time_is_judged_to_its_measured_solver_error():
+    """The escape time's closed form G against the flow and the quadrature: 1e-10 of G (the two
+    solvers' measured errors are ≲ 1e-12 of it), so a theory off by 1e-9 fails, where the former
+    fixed 1e-8 passed it."""
+    import icltheory.testing as itest
+    from icltheory.core import PlantedError
+
+    def slightly_late(orig):
+        return lambda self, *a, **k: orig(self, *a, **k) * (1.0 + 1e-9)
+
+    claim = get_claim("linattn.separate.scalar-ode")
+    v = run_check(claim, {"profile": "quick"})
+    assert v.verdict == "holds" and v.measured["escape_time_flow_error"] < 1e-11 * v.predicted["escape_time"]
+    err = PlantedError("theory", "the escape time 1e-9 late", "proofs.linear_attention.theory._paper:Paper.escape_time",
+                       slightly_late)
+    assert itest.run_planted(claim, err).verdict == "fails"
