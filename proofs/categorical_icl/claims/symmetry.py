@@ -200,7 +200,10 @@ claim names the ones the Monte Carlo finds nonzero. Entries that vanish by the l
 to be exactly 0 in every pair and not tested statistically. Monte Carlo: antithetic pairs $x\to-x$ with common
 label uniforms, exact expectation over the query label, per-prompt gradients by hand-written
 backprop; each family of components is tested with Bonferroni at family-wise level `alpha`
-(three families at most: the claim's false-fail probability ≤ 3·`alpha`). A component that a
+(two families, the tests at $\theta_0$ and at $\theta^\star$: the claim's false-fail probability ≤
+2·`alpha`). The coordinates of $S$ vanish at the sample minimiser by construction: their test at
+$\theta^\star$, on an independent evaluation sample (standard error ×√2 for the fit's own noise),
+checks that the minimisation found it, not the theorem. A component that a
 reflection of one covariate coordinate maps to its negative (off-diagonal $x$-block entries,
 $Q_k,K_k$ reading $u,v,f$, the $x	o f$ value) has a law symmetric about 0 on $S$: the
 sign-symmetric test, exact for any sample size and tails; the traceless diagonal's components
