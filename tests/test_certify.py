@@ -262,3 +262,35 @@ def test_a_scaled_certificate_names_the_number_used():
     assert "the number used, 32.4, is at least 9 × the reported bound" in rep.summary(False)
     same = CheckReport("verified", 10, {"bounded": 10}, "exact", 3.5, 3.6, 3.6, 12, 0.1)
     assert "number used" not in same.summary(False)
+
+
+@pytest.mark.parametrize("loss", ["rescaled", "normalized"])
+def test_a_ratio_certificate_of_another_quantity_is_refuted(loss):
+    """The ratio form's checker does not take ψ on trust: a certificate whose domain names ψ/2
+    (every bound halved with it, consistent with itself) or ψ without its sup term is refuted,
+    since ψ must be the checker's own formula; the true ψ verifies."""
+    import sympy as sp
+
+    from icltheory.certify import SoftmaxRatio
+    from proofs.softmax_regression.theory import _hessian as hessian
+
+    band = _band(loss=loss, n=2, R=1.0, boxes=4000, method="ratio")
+    cert, dom = band.certificate, band.certificate.domain
+    rh = hessian.reduced_hessian(loss, 2)
+    assert check_certificate(cert).status == "verified"
+    # the ‖·‖ term of the sup over targets dropped
+    no_sup = rh.psi.replace(lambda e: e.is_Pow and e.exp == sp.Rational(1, 2), lambda e: sp.Integer(0))
+    assert no_sup != rh.psi and no_sup.free_symbols
+    for psi, scale in ((rh.psi / 2, 0.5), (no_sup, 1.0)):
+        other = SoftmaxRatio(loss, dom.n, dom.R, dom.rho, dom.z_max, psi, rh.x, rh.v)
+        bad = _tamper(cert, domain=other, leaf_bound=np.asarray(cert.leaf_bound) * scale,
+                      upper=cert.upper * scale)
+        rep = check_certificate(bad)
+        assert rep.status == "refuted" and "not the checker's formula" in rep.bad, rep.summary()
+
+
+def test_a_leaf_of_unknown_kind_is_refuted(cert3):
+    kind = np.asarray(cert3.leaf_kind).copy()
+    kind[3] = 9
+    rep = check_certificate(_tamper(cert3, leaf_kind=kind))
+    assert rep.status == "refuted" and "unknown kind" in rep.bad

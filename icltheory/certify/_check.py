@@ -110,6 +110,11 @@ def check_certificate(cert: BoxCertificate, *, max_pieces: int | None = None,
 
     if not math.isfinite(cert.upper) or not math.isfinite(cert.reported):
         return report("empty", "not checked")
+    unknown = (kind < 0) | (kind >= len(KINDS))
+    if np.any(unknown):
+        i = int(np.flatnonzero(unknown)[0])
+        return report("refuted", "not checked", bad=f"leaf {i} has the unknown kind code {int(kind[i])}",
+                      bad_index=i)
     # (c) the reported bound against every box bound, and the number used, exactly
     if np.any(np.isnan(bounds[inside])):
         i = int(np.flatnonzero(inside & np.isnan(bounds))[0])

@@ -37,7 +37,9 @@ $(z,v)$: sorted logits ($z_0\ge\dots$; normalized: $z_{n-1}=0$ dropped, centred 
 $\le\rho$; rescaled: $\lVert z\rVert\le\rho$) and a direction $v$ on a face $v_i=1$ of the cube
 (normalized: $v_{n-1}=0$ dropped) — $\psi$ is even and 0-homogeneous in $v$.  Quantity: the
 SymPy expression $\psi(x,v)$ the caller passes, $x=e^z$ (rescaled) or
-$\operatorname{softmax}(z)$.  Enclosure: mean-value forms in $(x, v)$ over the box — about the
+$\operatorname{softmax}(z)$, checked against the checker's own formula for it (the sup over
+unit targets of the logit Hessian's quadratic form, over the direction's norm) by exact
+expansion.  Enclosure: mean-value forms in $(x, v)$ over the box — about the
 centre and about the point that minimises the form's upper end (Baumann) — with derivatives
 by forward mode over intervals, intersected with the plain evaluation.  Outside: unsorted
 ($\mathrm{lo}_j>\mathrm{hi}_i$ for some $i<j$) or the smallest norm over the box above
@@ -548,6 +550,40 @@ def _pencil_form_ok(n: int, delta: tuple, K: tuple, x: tuple, c: tuple) -> bool:
     return True
 
 
+def _ratio_form_ok(loss: str, n: int, psi, x: tuple, v: tuple) -> bool:
+    """Whether the derivation's ψ is the checker's: the sup over unit targets b of |vᵀJv|, J the
+    logit Hessian, over ‖v‖² (rescaled; x = u = e^z) or ‖v − mean v‖² (normalized; x = f =
+    softmax(z)), written here from the quadratic forms, by exact expansion.
+
+    normalized: vᵀJv = Σ f_k²w_k² + ⟨f − b, q⟩ with w = v − ⟨f, v⟩, q_k = f_k(w_k² − ⟨f, w²⟩):
+    affine in b, so the sup of its modulus is |Σ f_k²w_k² + ⟨f, q⟩| + ‖q‖.  rescaled: with
+    α = Σu, p = u∘v, s = Σp, r = u∘v², m = Σr, vᵀJv = 2Σu_k²v_k² + (s² + αm)‖b‖² − ⟨b, 2sp +
+    mu + αr⟩, whose sup over ‖b‖ ≤ 1 is 2Σu_k²v_k² + s² + αm + ‖2sp + mu + αr‖ (both
+    coefficients ≥ 0, and its inf is ≥ −‖2sp + mu + αr‖)."""
+    import sympy as sp
+
+    if len(x) != n or len(v) != n:
+        return False
+    if loss == "normalized":
+        mean_v = sum(fk * vk for fk, vk in zip(x, v))
+        w = [vk - mean_v for vk in v]
+        spread = sum(fk * wk ** 2 for fk, wk in zip(x, w))
+        q = [fk * (wk ** 2 - spread) for fk, wk in zip(x, w)]
+        top = (sp.Abs(sum(fk ** 2 * wk ** 2 for fk, wk in zip(x, w)) + sum(fk * qk for fk, qk in zip(x, q)))
+               + sp.sqrt(sum(qk ** 2 for qk in q)))
+        mine = n * top / sum((v[i] - v[j]) ** 2 for i in range(n) for j in range(i + 1, n))
+    else:
+        alpha = sum(x)
+        p = [uk * vk for uk, vk in zip(x, v)]
+        s_ = sum(p)
+        r = [uk * vk ** 2 for uk, vk in zip(x, v)]
+        m_ = sum(r)
+        g = [2 * s_ * pk + m_ * uk + alpha * rk for pk, uk, rk in zip(p, x, r)]
+        top = 2 * sum(uk ** 2 * vk ** 2 for uk, vk in zip(x, v)) + s_ ** 2 + alpha * m_ + sp.sqrt(sum(gk ** 2 for gk in g))
+        mine = top / sum(vk ** 2 for vk in v)
+    return sp.expand(sp.numer(sp.together(sp.expand(psi - mine)))) == 0
+
+
 def _bnorm(c: list) -> Iv:
     """‖(c, −Σc)‖ for intervals c."""
     tot, sq = c[0], c[0].sqr()
@@ -618,6 +654,7 @@ class SoftmaxRatio:
         self.nz = self.n - 1 if loss == "normalized" else self.n
         self.nv = self.nz
         self.D = self.nz + self.nv
+        self.form_ok = _ratio_form_ok(self.loss, self.n, psi, tuple(x), tuple(v))
         self.program = compile_program(list(x) + list(v), [psi])
 
     def describe(self) -> str:
@@ -626,6 +663,9 @@ class SoftmaxRatio:
                 f"{norm} ≤ ρ = {self.rho!r} and directions v on the faces v_i = 1")
 
     def parameters_ok(self) -> str | None:
+        if not self.form_ok:
+            return (f"the derivation's ψ is not the checker's formula for the {self.loss} loss (the "
+                    "sup over ‖b‖ ≤ 1 of |vᵀJv|, over the direction's norm)")
         if _exact(self.rho) < _exact(self.R) ** 2:
             return f"ρ = {self.rho!r} < R² (R = {self.R!r})"
         zmax2 = _exact(self.z_max) ** 2

@@ -55,6 +55,16 @@ def drop_projection(orig):
     return wrong
 
 
+def _exp_upper_scaled(orig, factor: float):
+    """An exp enclosure whose upper ends are ``factor`` × the true ones."""
+    from icltheory.bounds._interval import Interval
+
+    def exp_interval(lo, hi):
+        e = orig(lo, hi)
+        return Interval(e.lo, e.hi * factor)
+    return exp_interval
+
+
 # the certified layer: one-line slips in the interval arithmetic and the branch and bound
 # (each turns the certificate wrong; the independent check must say so)
 _IV = "icltheory.bounds._interval"
@@ -72,6 +82,11 @@ CERTIFIED_SLIPS = {
                    source_edit("live = ub >= best * (1 - 1e-9)", "live = ub >= best * 1.2")),
     "no_frontier": ("the reported bound ignores the unprocessed frontier", _BNB,
                     source_edit("upper = max(retired, pending, best)", "upper = max(retired, best)")),
+    # the ratio form's own enclosure (the rescaled loss's path: exp over the logits' boxes)
+    "ratio_exp_low": ("the ratio form's e^x enclosure with its upper end 0.1 % low",
+                      f"{PKG}.theory._bnb:exp_interval", lambda orig: _exp_upper_scaled(orig, 0.999)),
+    "ratio_exp_half": ("the ratio form's e^x enclosure with its upper end halved",
+                       f"{PKG}.theory._bnb:exp_interval", lambda orig: _exp_upper_scaled(orig, 0.5)),
     "wrong_R": ("the branch and bound run at 0.999 R (a certificate of another setting)",
                 f"{PKG}.theory._bnb:certified_upper",
                 lambda orig: (lambda loss, n, R, boxes, stop=None: orig(loss, n, R * 0.999, boxes, stop))),
@@ -251,7 +266,9 @@ def _other_setting(band, loss: str, s) -> str:
 
 
 _CERT_WHY = ("an independent check (icltheory.certify: no code shared with the branch and bound "
-             "or its interval arithmetic) re-derives that the boxes partition the reduced domain "
+             "or its interval arithmetic; the bounded quantity the certificate names, ψ or the "
+             "pencil's δ and K, is checked against the checker's own formula for it by exact "
+             "expansion) re-derives that the boxes partition the reduced domain "
              "(exact comparisons and rationals), that each box's bound is at least its own "
              "enclosure of the same quantity there (its own interval arithmetic and Taylor "
              "models, exponentials from arb; a box it cannot confirm is cut and its pieces "
@@ -282,10 +299,9 @@ def certificate_check(ctx, s, loss: str, key: str, stop: float | None = None, *,
                       "itself, so the certificate must name this setting's loss, n and R, scale by R² exactly "
                       "and report the number used", detail="the certificate is for another setting: " + wrong)
         return False
-    if rep.status == "empty":
-        ctx.condition(name, True, predicted="nothing certified", measured=rep.summary(False),
-                      judges=(key,), why="the branch and bound reports no finite bound, so there "
-                                         "is nothing to check and nothing is used")
+    if rep.status == "empty":  # no check was made: a note, not a passed check
+        ctx.note(f"{name}: not made — the branch and bound reports no finite bound, so there is "
+                 f"nothing to check and nothing is used ({rep.summary(False)})")
         return False
     measured = {"boxes": rep.boxes, **{k: v for k, v in rep.counts.items() if v},
                 "coverage": rep.coverage, "max box bound (psi)": rep.max_bound,

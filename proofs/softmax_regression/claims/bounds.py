@@ -414,6 +414,10 @@ class RescaledLipschitzClaim(_LipschitzFamily):
         # the certificate is consistent with itself but of R 0.1 % too small: only tying it to
         # the setting catches it (at n = 1 the true constant 8R²e^{2R²} exceeds the witness)
         certified_slip("wrong_R", {"n": 1}),
+        # the ratio form's enclosure wrong (the rescaled loss's path; the pencil's slips do not
+        # reach it): bounds below the true ψ, which the independent check refutes
+        certified_slip("ratio_exp_half", {"n": 3}),
+        certified_slip("ratio_exp_low", {"n": 2}),
     )
 
 
