@@ -214,6 +214,14 @@ def _nothing_learned(nll_exact: dict, uniform_nll: float) -> str:
               "comparison refutes nothing")
 
 
+#: said of a refutation made without independent repetitions (the measurement repeats the
+#: trainings only when the claim's own trend reverses in the first one: it does not see --predict)
+SINGLE_TRAINING_NOTE = ("A refutation here rests on one training per model: the independent repetitions run only "
+                        "when the claim's own trend reverses in the first training (the measurement does not see "
+                        "a --predict value), so the stated false-fail probability covers the test prompts, not "
+                        "the training's randomness.")
+
+
 def _not_reproduced(r: int, n: int, bound: float) -> str:
     """Why a reversal that independent repetition ``r`` of ``n`` does not show refutes nothing."""
     return (f"reversed in the first training, but not significantly in independent repetition {r + 1} of "

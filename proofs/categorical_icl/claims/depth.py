@@ -8,7 +8,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import DepthSetting
-from ._common import (_BOUNDS_WHY, EXPERIMENTS, REPLICATES, SOURCE, THEORY, _learned, _margin,
+from ._common import (SINGLE_TRAINING_NOTE, _BOUNDS_WHY, EXPERIMENTS, REPLICATES, SOURCE, THEORY, _learned, _margin,
                       _not_reproduced, _nothing_learned, _refutable, _three_way, model_blocks, step_work,
                       synthetic_task)
 
@@ -252,6 +252,8 @@ training could close it).
                         f"{_BOUNDS_WHY}", false_fail=a_each, detail=detail,
                     margin=_margin(bd.upper, float(gain.mean()), pred),
                     tolerance={"level_each": a_each, "n": bd.moments.n, "stderr": bd.moments.stderr})
+        if not reps and any(c.passed is False for c in ctx.checks):
+            ctx.note(SINGLE_TRAINING_NOTE)
         ctx.measure("depth_gains", gains)
         ctx.note(f"Scale: N={s.N}, L={s.L}, d={s.d}, d'={s.dprime}, C={s.C}, at most {s.steps} Adam steps "
                  "(batch 128) per depth, against the paper's N=125, L=2048, 5000 steps, batch 512 (GPU). "

@@ -8,7 +8,7 @@ from icltheory.backends import get_backend
 from icltheory.core import Claim, Cost, PlantedError, Plot, Prediction, Series, lazy_module, mean_bounds
 
 from ..settings import TrainingSetting
-from ._common import (_A, _BOUNDS_WHY, EXPERIMENTS, REPLICATES, SOURCE, THEORY, _learned, _margin,
+from ._common import (SINGLE_TRAINING_NOTE, _A, _BOUNDS_WHY, EXPERIMENTS, REPLICATES, SOURCE, THEORY, _learned, _margin,
                       _not_reproduced, _nothing_learned, _refutable, _three_way, _tol,
                       model_blocks, step_work, synthetic_task, untrained)
 
@@ -227,5 +227,7 @@ $0.52\to0.72$; our sizes are 10–100× smaller.
                       why=f"one-sided paired confidence bounds at {_A:g} each over {n} test prompts of "
                           f"gap_large − ρ·gap_small; {_BOUNDS_WHY}", false_fail=_A, detail=why2 or b2.reason,
                       margin=_margin(lo2, float(q.mean()), 0.0), tolerance=_tol(b2))
+        if not reps and any(c.passed is False for c in ctx.checks):
+            ctx.note(SINGLE_TRAINING_NOTE)
         ctx.note(f"Scale: N={s.N}, K={s.K}, L={sizes}, {s.steps} Adam steps, batch 128 vs the paper's "
                  "N=125, K=2, L up to 32768, 5000 steps, batch 512 (GPU). Compare trends, not numbers.")
