@@ -110,3 +110,51 @@ def test_a_boundary_with_no_run_says_so():
     b.points = [(1.0, 0.5, "holds")]
     assert "2 grid points not run (the budget was spent) at R=2, 3" in b.summary()
     assert b.as_dict()["skipped"] == [{"value": 2.0, "why": "not run"}, {"value": 3.0, "why": "not run"}]
+
+
+def test_the_counterexample_keeps_only_the_keys_the_failure_needs(example):
+    """A planted error that shows only at N ≥ 30: every other drawn key goes back to its
+    default (tried directly, not only by bisection), N is bisected to the first failing value,
+    and no key the setting derives is moved."""
+    from icltheory.core import PlantedError
+
+    def late(orig):
+        return lambda D, N: orig(D, N + 1) if N >= 30 else orig(D, N)
+
+    err = PlantedError("theory", "c with N + 1 from N = 30 on", "icl_example_claims.theory:c_coefficient", late)
+    with itest.planted(err):
+        r = refute(example, budget=60, seed=1)
+    assert r.found and r.counterexample == {"N": 30}, r.summary()
+
+
+def test_boundary_brackets_an_int_key_at_values_it_ran(example):
+    """Along an int key the bracket's ends are the values the runs were made at."""
+    from icltheory.core import PlantedError
+
+    def late(orig):
+        return lambda D, N: orig(D, N + 1) if N >= 30 else orig(D, N)
+
+    err = PlantedError("theory", "c with N + 1 from N = 30 on", "icl_example_claims.theory:c_coefficient", late)
+    with itest.planted(err):
+        b = boundary(example, "N", lo=10, hi=40, points=5, steps=8)
+    assert [(a, va, z, vz) for a, va, z, vz in b.changes] == [(29.0, "holds", 30.0, "fails")], b.summary()
+    ran = {x for x, _, _ in b.points}
+    assert {29.0, 30.0} <= ran and all(float(x).is_integer() for x in ran)
+
+
+@pytest.mark.parametrize("budget", ["-5", "nan", "inf"])
+def test_boundary_refuses_a_bad_budget(example, capsys, tmp_path, budget):
+    assert main(["boundary", CLAIM, "--along", "N", "--budget", budget, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not list(tmp_path.iterdir())
+
+
+def test_exploration_output_beside_the_reports_is_not_read_as_a_report(tmp_path):
+    """refute and boundary write JSON that names a claim into the reports' folder: the index
+    reads a claim's record only from the file named after it."""
+    from icltheory.report._store import read_records
+
+    (tmp_path / "x.claim.json").write_text(json.dumps({"claim": "x.claim", "verdict": "holds"}))
+    (tmp_path / "refute-x.claim.json").write_text(json.dumps({"claim": "x.claim", "counterexample": None}))
+    (tmp_path / "boundary-x.claim-N.json").write_text(json.dumps({"claim": "x.claim", "key": "N"}))
+    (tmp_path / "y.claim.json").write_text("{ not json")
+    assert read_records(tmp_path) == {"x.claim": {"claim": "x.claim", "verdict": "holds"}, "y.claim": {}}

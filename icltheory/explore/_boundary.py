@@ -91,8 +91,13 @@ class Boundary:
             hint = ("; an inconclusive run may be decided at a larger --profile"
                     if any(v == "inconclusive" for v, _, _ in segments) else "")
             return f"{head}: no change between holds and fails found ({along}){hint}{tail}"
+        def inside(a: float, b: float) -> str:  # undecided runs between a bracket's ends
+            xs = [x for x, _, v in self.points if min(a, b) < x < max(a, b) and v not in ("holds", "fails")]
+            return (f" (inconclusive at {self.key}={', '.join(f'{x:.6g}' for x in xs)} between them)"
+                    if xs else "")
+
         return "\n".join([head + ":"] + [f"    {va} at {self.key}={a:.6g} → {vb} at "
-                                         f"{self.key}={b:.6g}" for a, va, b, vb in self.changes]
+                                         f"{self.key}={b:.6g}{inside(a, b)}" for a, va, b, vb in self.changes]
                          + ([f"    ({tail[2:]})"] if tail else []))
 
 
@@ -122,6 +127,9 @@ def boundary(claim: str | Claim, key: str, *, lo: float | None = None,
     a, b = min(a, b), max(a, b)
     if not 2 <= points <= 50 or not 0 <= steps <= 30:
         raise BadInput("--points must be 2..50 and --steps 0..30")
+    if budget is not None and not (isinstance(budget, (int, float)) and math.isfinite(budget)
+                                   and 0 < budget <= 86400):
+        raise BadInput(f"--budget: expected seconds in (0, 86400], got {budget!r}")
     log = a > 0 and b / a >= 10
     is_int = spec.kind == "int"
     for end in (a, b):  # both ends must be valid settings (bad input before any run)
@@ -129,6 +137,10 @@ def boundary(claim: str | Claim, key: str, *, lo: float | None = None,
     t_end = None if budget is None else time.monotonic() + budget
     out = Boundary(c.id, key, {k: v for k, v in fixed.items()}, profile, log=log)
     seen: dict[float, tuple[float | None, str]] = {}
+
+    def as_run(x: float) -> float:
+        """The value a run at ``x`` is made at: ``x``, an int key's rounded."""
+        return float(int(round(x))) if is_int else x
 
     def run(x: float) -> str:
         xv: Any = int(round(x)) if is_int else x
@@ -150,22 +162,23 @@ def boundary(claim: str | Claim, key: str, *, lo: float | None = None,
             for i in range(points)]
     verdicts = [run(x) for x in grid]
     for x, v in zip(grid, verdicts):  # as the runs would have been set (an int key rounded)
-        xv = float(int(round(x))) if is_int else x
+        xv = as_run(x)
         if v in ("not run", "invalid") and (xv, v) not in out.skipped:
             out.skipped.append((xv, v))
     for (x0, v0), (x1, v1) in zip(zip(grid, verdicts), zip(grid[1:], verdicts[1:])):
         if {v0, v1} != {"holds", "fails"}:
             continue
-        lo_x, lo_v, hi_x, hi_v = x0, v0, x1, v1
+        # the bracket's ends are the values the runs were made at (an int key rounded)
+        lo_x, lo_v, hi_x, hi_v = as_run(x0), v0, as_run(x1), v1
         for _ in range(steps):
             mid = math.sqrt(lo_x * hi_x) if log else 0.5 * (lo_x + hi_x)
-            if is_int and (abs(hi_x - lo_x) <= 1 or int(round(mid)) in (round(lo_x), round(hi_x))):
+            if is_int and (abs(hi_x - lo_x) <= 1 or as_run(mid) in (lo_x, hi_x)):
                 break
             vm = run(mid)
             if vm == lo_v:
-                lo_x = mid
+                lo_x = as_run(mid)
             elif vm == hi_v:
-                hi_x = mid
+                hi_x = as_run(mid)
             else:
                 break
         out.changes.append((lo_x, lo_v, hi_x, hi_v))

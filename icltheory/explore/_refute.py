@@ -99,6 +99,9 @@ class Refutation:
         head = f"refute {self.claim} ({self.profile} profile, {self.budget_s:g} s budget)"
         tried = f"{self.draws} draw(s), {self.undecided} undecided"
         if not self.found:
+            if self.draws == 0:
+                return (f"{head}: no draw could be run (each was invalid, undecidable by construction "
+                        "or over the profile's budget); no conclusion")
             if self.draws <= self.undecided:
                 return f"{head}: every draw was undecided ({tried}); no conclusion"
             m = "–" if self.margin is None else f"{self.margin:.3g}"
@@ -263,15 +266,44 @@ class _Search:
         except Unsatisfiable:  # every draw refused (e.g. fixed keys over budget or beyond reach)
             pass
 
+    def _try(self, cand_keys: Mapping[str, Any], note: Mapping[str, Any]):
+        """Run the setting ``cand_keys`` (given keys; the others default or derive); its
+        verdict, or None when it cannot be run (invalid, undecidable, over budget)."""
+        try:
+            cand = self.c.setting({**cand_keys, "profile": self.profile})
+        except SettingError:
+            return None
+        if self.c.undecidable(cand) is not None or over_budget(self.c, cand) is not None:
+            return None
+        w = run_check(self.c, cand)
+        if any(str(r).startswith(MARK) for r in w.reasons):
+            raise _OutOfTime()
+        self.draws += 1
+        self.landscape.append((dict(note), verdict_margin(w), w.verdict))
+        return cand, w
+
     def bisect(self) -> None:
-        """Move each numeric key of the counterexample toward its default while it fails."""
+        """Shrink the counterexample toward the defaults, one drawn key at a time: first the key
+        back at its default (left to default or derive, as if never given), kept if the claim
+        still fails there; else the key moved toward its default while it fails (numeric keys).
+        Keys the setting derives from others (not drawn) are never moved: they follow."""
         if self.best is None:
             return
         s, v = self.best
         base = self.c.setting({"profile": self.profile, **self.fixed})
         for key in list(_differing(self.c, s)):
-            if key in self.fixed or key == "seed":
+            given = s.given()
+            if key in self.fixed or key in ("seed", "profile") or key not in given:
                 continue
+            if time.monotonic() > self.t_end:
+                return
+            out = self._try({k: x for k, x in given.items() if k != key}, {key: getattr(base, key)})
+            if out is not None and out[1].verdict == "fails" and self.confirmed(*out):
+                s, v = out
+                self.shrink_steps += 1
+                continue
+            if out is not None and out[1].verdict == "inconclusive":
+                self.undecided += 1
             bad, good = getattr(s, key), getattr(base, key)
             if not _numeric(bad) or not _numeric(good) or bad == good:
                 continue
@@ -281,17 +313,10 @@ class _Search:
                 mid = _middle(good, bad)
                 if mid is None or mid in (good, bad):
                     break
-                try:
-                    cand = self.c.setting({**s.given(), key: mid, "profile": self.profile})
-                except SettingError:
+                out = self._try({**s.given(), key: mid}, {key: mid})
+                if out is None:
                     break
-                if self.c.undecidable(cand) is not None or over_budget(self.c, cand) is not None:
-                    break
-                w = run_check(self.c, cand)
-                if any(str(r).startswith(MARK) for r in w.reasons):
-                    return
-                self.draws += 1
-                self.landscape.append(({key: mid}, verdict_margin(w), w.verdict))
+                cand, w = out
                 if w.verdict == "fails" and self.confirmed(cand, w):
                     s, v, bad = cand, w, mid
                     self.shrink_steps += 1
@@ -309,7 +334,8 @@ def _numeric(v: Any) -> bool:
 
 def _middle(good: Any, bad: Any) -> Any:
     """The point between a passing and a failing value: geometric for positive floats that
-    differ by more than 4×, arithmetic otherwise; integers round toward the failing side."""
+    differ by more than 4×, arithmetic otherwise; integers strictly between the two (None when
+    they are adjacent)."""
     if isinstance(good, int) and isinstance(bad, int):
         if abs(bad - good) <= 1:
             return None

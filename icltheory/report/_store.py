@@ -222,20 +222,25 @@ def recover(out_dir: str | os.PathLike[str]) -> list[str]:
 
 
 def read_records(out: Path) -> dict[str, dict]:
-    """The JSON sidecars in ``out`` (claim id → record); unreadable ones map to ``{}``."""
+    """The JSON sidecars in ``out`` (claim id → record); unreadable ones map to ``{}``.  A
+    readable JSON file that names a claim other than its own file name is not a claim's report
+    (e.g. ``refute-<claim>.json``, ``boundary-<claim>-<key>.json``, written beside the reports)
+    and is left out."""
     records: dict[str, dict] = {}
     if not out.is_dir():
         return records
     for side in sorted(out.glob("*.json")):
         if side.name in RESERVED:
             continue
+        stem = side.name[: -len(".json")]
         try:
             data = json.loads(side.read_text(encoding="utf-8"))
             cid = data["claim"] if isinstance(data, dict) else None
         except (OSError, ValueError, KeyError, TypeError):
             data, cid = {}, None
-        records[cid if isinstance(cid, str) else side.name[: -len(".json")]] = \
-            data if isinstance(data, dict) else {}
+        if isinstance(cid, str) and cid != stem:
+            continue
+        records[stem] = data if isinstance(data, dict) else {}
     return records
 
 
