@@ -396,7 +396,7 @@ def refute(claim: str | Claim, fixed: Mapping[str, Any] | None = None, *, budget
     fixed = dict(fixed or {})
     if "profile" in fixed:
         raise BadInput("give the profile with --profile, not --set profile=")
-    c.setting({**fixed, "profile": profile})  # bad fixed keys are bad input before any run
+    _check_fixed(c, fixed, profile)  # bad fixed keys are bad input before any run
     parts: Sequence[dict[str, Any]]
     if executor == "local" and not workers:
         parts = [search_once(c.id, fixed, profile, seed, float(budget), progress)]
@@ -415,6 +415,23 @@ def refute(claim: str | Claim, fixed: Mapping[str, Any] | None = None, *, budget
         profile=profile, budget_s=float(budget),
         landscape=[row for p in parts for row in p["landscape"]],
         shrink_steps=first["shrink_steps"] if first else 0)
+
+
+def _check_fixed(c: Claim, fixed: Mapping[str, Any], profile: str) -> None:
+    """Raise (bad input) unless the fixed keys can be part of a valid setting: valid with the
+    other keys at their defaults, or else each valid on its own (type and range) while a key
+    the search draws is left free (a constraint across keys, e.g. an eigenvalue above a
+    default trace, may hold at the drawn values)."""
+    try:
+        c.setting({**fixed, "profile": profile})
+        return
+    except SettingError:
+        specs = c.setting_type.field_specs()
+        drawn_free = [k for k, sp in specs.items() if sp.sample is not None and k not in fixed]
+        if not drawn_free or any(k not in specs for k in fixed):
+            raise
+        for k, v in fixed.items():
+            specs[k].convert(k, v)
 
 
 def _parallel(claim_id: str, fixed: Mapping[str, Any], profile: str, seed: int, budget: float,
