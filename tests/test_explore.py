@@ -163,9 +163,8 @@ def test_exploration_output_beside_the_reports_is_not_read_as_a_report(tmp_path)
 def test_fixed_keys_are_judged_with_the_keys_the_search_draws():
     """A fixed key that is valid only with some drawn values (an eigenvalue above the default
     trace) starts a search; a fixed key invalid on its own is bad input."""
-    from icltheory.core import BadInput
+    from icltheory.core import BadInput, get_claim
     from icltheory.explore._refute import _check_fixed
-    from icltheory.core import get_claim
 
     c = get_claim("linattn.separate.scalar-ode")
     _check_fixed(c, {"lam": 1.5}, "quick")  # trace is drawn up to 3
