@@ -283,7 +283,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             mine = [{k: v for k, v in predict.items() if k in ks} for ks in keys]
         for c, s, m in zip(claims, settings, mine):
             if m and s.beyond_reach is None:
-                apply_predictions(c.id, c.constants(s), m, c.informational)
+                apply_predictions(c.id, c.constants(s), m, c.informational, getattr(c, "predictions", None))
             elif m:  # no constants there: what can be told without them
                 check_prediction_keys(c.id, c.predictions, m, c.informational)
     _say_partial_keys(args)

@@ -12,7 +12,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize_scalar
 
 import _memo
-from icltheory.core import get_claim, judge_claim, measure_claim
+from icltheory.core import get_claim, judge_claim, measure_claim, run_check
 from proofs.linear_attention import theory
 from proofs.linear_attention.experiments import _drop_times as dtx
 from proofs.linear_attention.experiments import _init_regimes as regimes
@@ -349,3 +349,10 @@ def test_a_nonpositive_predicted_decay_rate_fails():
     v = judge_claim(c, s, m, predict={"lazy_rates": ",".join(repr(x) for x in rates)})
     assert v.verdict == "fails" and v.internal_error is None, v.summary()
     assert judge_claim(c, s, m, predict={"lazy_rate": "-0.5"}).verdict == "fails"
+
+
+def test_a_lazy_run_too_short_to_show_a_plateau_is_undecided():
+    """One GD step cannot show any direction's plateau below its threshold: that is no
+    evidence against the prediction (it said fails), the run is undecided."""
+    v = run_check("linattn.init-scale", {"profile": "quick", "steps_lazy": 1})
+    assert v.verdict == "inconclusive" and any("raise steps_lazy" in r for r in v.reasons), v.reasons

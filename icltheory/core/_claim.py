@@ -80,13 +80,16 @@ class Prediction:
     by closeness), ``"lower_bound"`` / ``"upper_bound"`` (the claim says measured ≥ / ≤ it),
     ``"count"`` or ``"order"``.  ``wrong``: planted wrong values (or a function of the true
     value returning them) that the prediction tests plant and that must turn the verdict to
-    ``fails``; by default derived from ``kind``."""
+    ``fails``; by default derived from ``kind``.  ``positive``: the constant is positive by
+    its meaning (a rate, a ratio's denominator, a bound on a positive quantity): ``--predict``
+    refuses 0 and negative values as bad input."""
 
     meaning: str
     formula: str = ""
     informational: bool = False
     kind: str = "value"
     wrong: Any = None
+    positive: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -704,7 +707,8 @@ def judge_claim(claim: Claim | str, setting: Setting | Mapping[str, Any] | None,
     tb = None
     if constants is None:
         constants, tb = _theory_constants(claim, setting)
-    predicted = (apply_predictions(claim.id, constants, predict or {}, claim.informational)
+    predicted = (apply_predictions(claim.id, constants, predict or {}, claim.informational,
+                                   getattr(claim, "predictions", None))
                  if constants is not None else {})
     ctx = CheckContext(predicted=predicted, profile=setting.profile, seed=setting.seed,
                        progress=progress, typed=typed_precision(predict or {}))
@@ -853,7 +857,8 @@ def _run_check(claim: Claim, setting: Setting, *, profile: str | None,
     constants, tb = _theory_constants(claim, setting)
     theory_s = time.perf_counter() - t0  # the verdict's runtime counts the theory's constants too
     if constants is not None:  # malformed --predict values are bad input before any run
-        apply_predictions(claim.id, constants, predict or {}, claim.informational)
+        apply_predictions(claim.id, constants, predict or {}, claim.informational,
+                          getattr(claim, "predictions", None))
     if claim.is_legacy() or constants is None:
         m = Measurement({})
     else:

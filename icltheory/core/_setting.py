@@ -196,18 +196,26 @@ def _fmt(v: float) -> str:
     return s if len(s) <= 24 else f"{float(v):.3g}"
 
 
+#: integer settings beyond this are refused (no key needs them; a float view of them overflows)
+_INT_MAX = 2**63
+
+
 def _to_int(key: str, value: Any) -> int:
     if isinstance(value, bool):
         raise SettingError(key, f"expected an integer, got {value!r}")
     if isinstance(value, int):
+        if abs(value) >= _INT_MAX:
+            raise SettingError(key, f"is too large for an integer setting ({len(str(abs(value)))} digits)")
         return value
     if isinstance(value, float):
         if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
             return int(value)
         raise SettingError(key, f"expected an integer, got {value!r}")
     text = str(value).strip()
-    if len(text) > 40 or not _INT_RE.fullmatch(text):
+    if not _INT_RE.fullmatch(text[:4096]):
         raise SettingError(key, f"expected an integer written in digits, got {text[:40]!r}")
+    if len(text) > 40:
+        raise SettingError(key, f"is too large for an integer setting ({len(text)} characters)")
     return int(text)
 
 

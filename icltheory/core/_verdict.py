@@ -773,8 +773,11 @@ def check_prediction_keys(claim_id: str, known: Iterable[str], predict: Mapping[
 
 
 def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapping[str, Any],
-                      informational: Iterable[str] = ()) -> dict:
-    """Replace predicted constants by the user's values (``--predict KEY=VALUE``)."""
+                      informational: Iterable[str] = (), specs: Mapping[str, Any] | None = None) -> dict:
+    """Replace predicted constants by the user's values (``--predict KEY=VALUE``).  With the
+    claim's :class:`~icltheory.core.Prediction` ``specs``: a count or an order takes whole
+    numbers only, and a constant declared ``positive`` positive numbers only (bad input
+    otherwise: such a value is not a statement the claim's checks can judge)."""
     out = dict(constants)
     check_prediction_keys(claim_id, constants, predict, informational)
     for key, text in predict.items():
@@ -788,5 +791,14 @@ def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapp
             raise BadInput(f"--predict {key}: expected one number, got {len(value)}")
         if isinstance(old, str):
             raise BadInput(f"--predict {key}: {key!r} is not a number")
+        spec = (specs or {}).get(key)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if spec is not None and spec.kind in ("count", "order") and not all(
+                isinstance(x, (int, float)) and float(x).is_integer() for x in items):
+            raise BadInput(f"--predict {key}: {'a count' if spec.kind == 'count' else 'indices'}, "
+                           f"whole numbers only; got {', '.join(f'{x:g}' for x in items)}")
+        if spec is not None and getattr(spec, "positive", False) and not all(x > 0 for x in items):
+            raise BadInput(f"--predict {key}: a positive number ({spec.meaning}); got "
+                           f"{', '.join(f'{x:g}' for x in items)}")
         out[key] = list(value) if isinstance(value, tuple) else value
     return out

@@ -165,18 +165,27 @@ class InitScaleWithLazy(InitScale):
                     "discretisation; the plateau test compares the largest per-step decrease with the first "
                     "(64 ulp of tr Λ for rounding)")
         widen = 1.0 + s.lr_lazy * s.kappa_max()
+        # a row whose loss gap fell to the fitting window's top ran past where a plateau would
+        # have ended: only there does a missing plateau speak (a shorter run may still be on it)
+        gap = np.asarray(lz["gap"])
+        through = gap[:, -1] <= LAZY_WINDOW[1] * gap[:, 0]
 
         def split(p, acc_col):
             above, below = scales >= p * widen, scales <= p / widen
-            if acc_col[above].any() or not acc_col[below].all():
+            seen = below & (acc_col | through)  # below: a plateau shown, or the run went past one
+            if acc_col[above].any() or not acc_col[seen].all():
                 return False  # a side the grid reaches contradicts the prediction
+            if (below & ~seen).any():
+                return None  # a run below the threshold too short to show its plateau
             return True if above.any() and below.any() else None  # None: one side not reached
 
         pv = [float(x) for x in pred["lazy_thresholds"]]
         verdicts = [split(p, acc[:, d]) for d, p in enumerate(pv)]
         if False not in verdicts and None in verdicts:
             ctx.inconclusive(f"large init: the grid {scales[0]:.3g}–{scales[-1]:.3g} does not reach both sides of "
-                             f"every direction's predicted threshold {[round(p, 4) for p in pv]}")
+                             f"every direction's predicted threshold {[round(p, 4) for p in pv]}, or a run below "
+                             f"one ended before its loss gap fell to {LAZY_WINDOW[1]:g} of its start, still able "
+                             "to be on its plateau (raise steps_lazy)")
             return
         ctx.condition("large init: per direction, no plateau above v_c,d and a plateau below it", all(verdicts),
                       judges=("lazy_thresholds",), predicted=pv,

@@ -233,14 +233,14 @@ class MergedSigmoid(Claim):
     setting_type = SigmoidSetting
     backends = ("numpy", "torch")
     predictions = {
-        "sigma_inf": Prediction("σ(∞) = 1/(λc)"),
+        "sigma_inf": Prediction("σ(∞) = 1/(λc)", positive=True),
         "sigma_inf_exact": Prediction("σ(∞) in exact rationals", informational=True),
         "t_half": Prediction("t_half: σ(t_half) = σ(∞)/2, in τ"),
-        "rate": Prediction("the logistic rate r = 2λ²√D, per τ"),
+        "rate": Prediction("the logistic rate r = 2λ²√D, per τ", positive=True),
         "sigma_0": Prediction("σ(0) = w²/√D (aligned balanced init)"),
         "loss_initial": Prediction("L(σ = 0) = Dλ = tr Λ (the initial plateau)"),
         "loss_final": Prediction("L* = Dλ(1 − 1/c)"),
-        "c": Prediction("c = 1 + (1 + D)/N"),
+        "c": Prediction("c = 1 + (1 + D)/N", positive=True),
     }
     # and errors of the size the 1e-10 checks resolve (c's δ ≈ 2e-10), 1e-9 on either side
     planted_errors = (C_N_PLUS_1, C_SLIGHTLY_LARGE, MOMENTS_N_PLUS_1, MOMENTS_SLIGHTLY_LARGE)

@@ -89,7 +89,7 @@ class SummaryLemmaRate(Claim):
         "rate_ratio": Prediction("measured dα/dt over the lemma's ησ′(Δ)Δ(1 − α) at each judged "
                                  "point of the early phase ('≈': 1, read as within a factor "
                                  "lemma_band either way)", formula="1",
-                                 wrong=lambda v: [v * 30.0]),
+                                 wrong=lambda v: [v * 30.0], positive=True),
     }
     planted_errors = (
         PlantedError("theory", "the lemma replaced by the paper model's isotropic flow law "

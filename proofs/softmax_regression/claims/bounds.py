@@ -244,7 +244,7 @@ def _lemma_predictions(loss: str) -> dict[str, Prediction]:
         if key == "alpha_lower":
             out[key] = Prediction(f"lemma {text}", kind="lower_bound", wrong=lambda v: v * 1e3)
         else:
-            out[key] = Prediction(f"lemma {text}", kind="upper_bound", wrong=lambda v: v * 1e-3)
+            out[key] = Prediction(f"lemma {text}", kind="upper_bound", positive=True, wrong=lambda v: v * 1e-3)
     return out
 
 
@@ -357,15 +357,15 @@ class LipschitzClaim(_LipschitzFamily):
         "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
                                       "constant: branch and bound over the logits, its "
                                       "certificate checked independently (or the best closed "
-                                      "form)", kind="upper_bound", wrong=lambda v: v * 0.05),
+                                      "form)", kind="upper_bound", positive=True, wrong=lambda v: v * 0.05),
         "closed_form": Prediction("proved closed-form bound 3.25a² (valid, not tight; its "
                                   "premise proved step by step and checked against a certified "
                                   "witness)",
-                                  kind="upper_bound", wrong=lambda v: v * 0.05),
-        "lemma_chain": Prediction("lemma-chain bound 16a²e^{4β}/n", kind="upper_bound",
+                                  kind="upper_bound", positive=True, wrong=lambda v: v * 0.05),
+        "lemma_chain": Prediction("lemma-chain bound 16a²e^{4β}/n", kind="upper_bound", positive=True,
                                   wrong=lambda v: v * 1e-4),
         "paper_form": Prediction("our reconstruction of the paper's exp(O(R² + log n)) form, "
-                                 "16n^{3/2}a²e^{4β}", kind="upper_bound", wrong=lambda v: v * 1e-5),
+                                 "16n^{3/2}a²e^{4β}", kind="upper_bound", positive=True, wrong=lambda v: v * 1e-5),
         **_lemma_predictions("normalized"),
     }
     planted_errors = (
@@ -401,8 +401,8 @@ class RescaledLipschitzClaim(_LipschitzFamily):
         "certified_upper": Prediction("certified upper bound on the gradient's Lipschitz "
                                       "constant: branch and bound over the logits, its "
                                       "certificate checked independently (or the closed form)",
-                                      kind="upper_bound", wrong=lambda v: v * 0.05),
-        "lemma_chain": Prediction("(3n+3√n+2)a²e^{2β}", kind="upper_bound",
+                                      kind="upper_bound", positive=True, wrong=lambda v: v * 0.05),
+        "lemma_chain": Prediction("(3n+3√n+2)a²e^{2β}", kind="upper_bound", positive=True,
                                   wrong=lambda v: v * 0.1),
         **_lemma_predictions("rescaled"),
     }
@@ -454,14 +454,14 @@ class CandidateClaim(_SoftmaxClaim):
     statement = (r"\forall A_1,A_2,B,x,y:\ \lVert\nabla L(x)-\nabla L(y)\rVert_2\le K(n,d,R)"
                  r"\lVert x-y\rVert_2" + ASSUMPTIONS_TEX)
     predictions = {
-        "candidate": Prediction("your constant K at this setting", kind="upper_bound",
+        "candidate": Prediction("your constant K at this setting", kind="upper_bound", positive=True,
                                 wrong=lambda v: v * 0.01),
         "proved_bound": Prediction("the best proved bound: branch and bound over the logits "
                                    "(its certificate checked independently), or the "
                                    "derivation's closed form (3.25a², its premise proved step "
                                    "by step; (3n+3√n+2)a²e^{2β} for the rescaled loss, which "
                                    "is not used to prove a candidate)",
-                                   kind="upper_bound", wrong=lambda v: v * 0.01),
+                                   kind="upper_bound", positive=True, wrong=lambda v: v * 0.01),
     }
     planted_errors = (
         PlantedError("theory", "residual bound ‖c‖ ≤ 2 taken as 0.2",

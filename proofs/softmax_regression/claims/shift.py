@@ -31,12 +31,12 @@ class IclShiftClaim(_ShiftClaim):
                  r"\lVert\tilde B_r-B\rVert_F\le\tfrac{ae^{2\beta}(1+\sqrt n)}{n}\lVert\Delta X\rVert_F")
     predictions = {
         "normalized_shift_factor": Prediction("‖B̃ − B‖/‖ΔX‖ ≤ a/2 (softmax Jacobian)",
-                                              kind="upper_bound", wrong=lambda v: v * 0.1),
+                                              kind="upper_bound", positive=True, wrong=lambda v: v * 0.1),
         "normalized_shift_factor_chain": Prediction("lemma-chain factor a(e^{2β}+e^{4β})/n",
-                                                    kind="upper_bound", wrong=lambda v: v * 1e-3),
+                                                    kind="upper_bound", positive=True, wrong=lambda v: v * 1e-3),
         "rescaled_shift_factor": Prediction("‖B̃_r − B‖/‖ΔX‖ ≤ a e^{2β}(1+√n)/n",
-                                            kind="upper_bound", wrong=lambda v: v * 0.01),
-        "gd_shift_factor": Prediction("GD step: ‖B̃ − B‖ ≤ (a²/4)η‖F − B‖", kind="upper_bound",
+                                            kind="upper_bound", positive=True, wrong=lambda v: v * 0.01),
+        "gd_shift_factor": Prediction("GD step: ‖B̃ − B‖ ≤ (a²/4)η‖F − B‖", kind="upper_bound", positive=True,
                                       wrong=lambda v: v * 0.01),
     }
     planted_errors = (
@@ -132,9 +132,9 @@ class DataMoveClaim(_ShiftClaim):
                  r"\ (\text{rescaled: }M_r=Re^{2R^2}(1+\sqrt n)/n),\ A=A_1\otimes A_2")
     predictions = {
         "data_shift_factor": Prediction("M = r‖S‖ = R/2: ‖F(A') − F(A)‖_F ≤ M‖A' − A‖₂",
-                                        kind="upper_bound", wrong=lambda v: v * 0.1),
+                                        kind="upper_bound", positive=True, wrong=lambda v: v * 0.1),
         "rescaled_data_shift_factor": Prediction("M_r = R e^{2β}(1+√n)/n for the rescaled target",
-                                                 kind="upper_bound", wrong=lambda v: v * 0.01),
+                                                 kind="upper_bound", positive=True, wrong=lambda v: v * 0.01),
     }
     planted_errors = (
         PlantedError("theory", "softmax Jacobian bound ¼·½ (Popoviciu misapplied)",
