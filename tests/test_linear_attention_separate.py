@@ -910,3 +910,14 @@ def test_escape_time_is_judged_to_its_measured_solver_error():
     err = PlantedError("theory", "the escape time 1e-9 late", "proofs.linear_attention.theory._paper:Paper.escape_time",
                        slightly_late)
     assert itest.run_planted(claim, err).verdict == "fails"
+
+
+def test_a_plateau_not_expected_clear_that_shows_is_no_refutation():
+    """λ = 0.4, 0.37: the first two escapes are too close for M_1 to be expected clear; a seed
+    that shows it anyway shows a plateau where the claim puts one (a stage boundary), which
+    agrees with the claim (it used to fail the count)."""
+    v = run_check("linattn.separate.rank", {"profile": "quick", "seed": 5, "D": 4, "lambdas": "0.4,0.37,0.2,0.1",
+                                            "seeds": 4, "R": 1})
+    row = next(c for c in v.checks if c.name.startswith("R=1: clear plateaus at exactly"))
+    assert row.measured["below_resolution"] == [1] and row.measured["plateaus_seen"] == [0, 1, 2, 3]
+    assert row.passed is True and v.verdict == "holds", v.summary()

@@ -234,7 +234,9 @@ class DropTimes(Claim):
             label = f"seed {k}"
             if k in outside:
                 continue
-            if not math.isfinite(tf) or not math.isfinite(tp):
+            # a missing population drop is deterministic: judged here; a missing finite-sample drop
+            # (the population run has one) is judged below with the training set's sampling spread
+            if not math.isfinite(tp):
                 if first[k] * (1 + tol) <= horizon:
                     ctx.condition(f"{label}: the first drop happens by (1 + {tol:g}) × the predicted time",
                                   False, judges=("first_drop_times",), predicted=first[k], measured=None,
@@ -248,7 +250,8 @@ class DropTimes(Claim):
                                      f"drop {first[k]:.4g} τ (+{tol:g}) is beyond it: too short a horizon (raise "
                                      "steps or horizon_factor)")
                 continue
-            errors.append((tf - first[k]) / first[k])
+            if math.isfinite(tf):
+                errors.append((tf - first[k]) / first[k])
             pop_errors.append((tp - first[k]) / first[k])
             ctx.close(f"{label}: population GD's first drop (no sampling error)", judges=("first_drop_times",),
                       predicted=first[k], measured=tp, rtol=s.pop_rel_tol,
