@@ -351,13 +351,14 @@ def _cmd_derive(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import check_out_dir, recover, report_claims
+    from .report import check_out_dir, check_targets, recover, report_claims
 
     if args.all and args.claims:
         raise BadInput("give claim ids or --all, not both")
     claims = all_claims() if args.all or not args.claims else resolve_claims(args.claims)
     settings = _settings_for(claims, args)
     check_out_dir(args.out)  # before any check runs
+    check_targets(args.out, [c.id for c in claims])
     _say_partial_keys(args)
     workers = args.jobs if args.jobs is not None else _cores()
     recover(args.out)  # finish or discard what a killed run left behind

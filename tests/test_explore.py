@@ -172,3 +172,18 @@ def test_fixed_keys_are_judged_with_the_keys_the_search_draws():
         _check_fixed(c, {"lam": -1.0}, "quick")
     with pytest.raises(BadInput):
         _check_fixed(c, {"bogus": 1}, "quick")
+
+
+def test_refute_writes_nothing_outside_its_out_folder(tmp_path):
+    """In a fresh process (as a user runs it), Hypothesis's own cache goes to a temporary home,
+    not to the current directory's .hypothesis."""
+    import subprocess
+    import sys
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    done = subprocess.run([sys.executable, "-m", "icltheory", "refute", "softmaxreg.vectorization", "--budget", "2",
+                           "--out", str(tmp_path / "out"), "--quiet"], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert list(cwd.iterdir()) == []

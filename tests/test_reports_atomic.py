@@ -428,3 +428,11 @@ def test_stopping_a_pool_ends_a_manager_thread_left_waiting_for_a_half_sent_resu
     t0 = time.monotonic()
     _stop(pool)
     assert not manager.is_alive() and time.monotonic() - t0 < 5.0
+
+
+@pytest.mark.parametrize("taken", ["softmaxreg.vectorization.json", "softmaxreg.vectorization.md"])
+def test_a_report_file_name_taken_by_a_folder_is_bad_input_with_nothing_written(tmp_path, capsys, taken):
+    (tmp_path / taken).mkdir()
+    assert main(["report", "softmaxreg.vectorization", "--profile", "quick", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [taken]

@@ -98,12 +98,22 @@ def run_refute(args: argparse.Namespace) -> int:
     fixed = parse_assignments(args.set)
     check_out_dir(args.out)
     update, close = _progress(f"refute {claim.id}", getattr(args, "quiet", False))
-    try:
-        r = refute(claim, fixed, budget=args.budget, profile=args.profile, seed=args.seed,
-                   executor=args.executor, workers=args.workers, scheduler=args.scheduler,
-                   progress=update)
-    finally:
-        close()
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    # Hypothesis keeps a cache of the searched modules' constants in its home folder (the
+    # current directory's .hypothesis by default): a command writes only under --out, so the
+    # search gets a temporary home, removed with it
+    with tempfile.TemporaryDirectory(prefix="icltheory-refute-") as home:
+        set_hypothesis_home_dir(home)
+        try:
+            r = refute(claim, fixed, budget=args.budget, profile=args.profile, seed=args.seed,
+                       executor=args.executor, workers=args.workers, scheduler=args.scheduler,
+                       progress=update)
+        finally:
+            set_hypothesis_home_dir(None)
+            close()
     page = write_refutation(r, args.out) if r.found else None
     if args.json:
         print(dumps({**r.as_dict(), "page": str(page) if page else None}))

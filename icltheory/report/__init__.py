@@ -37,12 +37,13 @@ from ._render import ClaimReport as ClaimReport
 from ._render import render_claim as render_claim
 from ._index import sweeps_section as sweeps_section
 from ._store import check_out_dir as check_out_dir
+from ._store import check_targets as check_targets
 from ._store import commit as commit
 from ._store import recover as recover
 from ._store import verify as verify
 
 __all__ = ["write_reports", "write_index", "report_claims", "recover", "verify", "commit",
-           "check_out_dir", "sweeps_section", "render_claim", "ClaimReport",
+           "check_out_dir", "check_targets", "sweeps_section", "render_claim", "ClaimReport",
            "render_markdown",
            "verdict_markdown", "render_png", "dumps", "jsonable", "fmt", "atomic_write_bytes",
            "atomic_write_text", "html_page"]

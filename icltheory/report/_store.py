@@ -29,7 +29,7 @@ from typing import Iterable, Iterator, Sequence
 from ..core import BadInput
 from ._render import ClaimReport, html_name, markdown_name, sha256, sidecar_name
 
-__all__ = ["commit", "recover", "verify", "check_out_dir", "read_records", "TIMING_JSON",
+__all__ = ["commit", "recover", "verify", "check_out_dir", "check_targets", "read_records", "TIMING_JSON",
            "INDEX", "INDEX_HTML"]
 
 STAGING_PREFIX = ".staging-"
@@ -252,6 +252,17 @@ def _old_figures(out: Path, claim_id: str) -> list[str]:
     return sorted(f"figures/{p.name}" for p in folder.iterdir() if pat.fullmatch(p.name))
 
 
+def check_targets(out_dir: str | os.PathLike[str], claim_ids: Iterable[str]) -> None:
+    """Raise :class:`BadInput` (one line) when a claim's report file name in ``out_dir`` is
+    taken by something that is not a file (a folder, say): before any check runs."""
+    out = Path(out_dir)
+    for cid in claim_ids:
+        for name in (sidecar_name(cid), markdown_name(cid), html_name(cid)):
+            target = out / name
+            if (target.exists() or target.is_symlink()) and not target.is_file():
+                raise BadInput(f"{target} exists and is not a file: the report cannot replace it")
+
+
 def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
            known: Iterable[tuple[str, str]] | None = None, html: bool = False) -> list[Path]:
     """Put ``reports`` into ``out_dir`` together with the refreshed index and timing file
@@ -286,6 +297,15 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
         files[INDEX] = render_index(records, known, out).encode("utf-8")
         if html or (out / INDEX_HTML).is_file():
             files[INDEX_HTML] = render_index_html(records, known, out).encode("utf-8")
+        # a target taken by a folder (or a file where a folder goes) cannot be replaced: refused
+        # before anything is staged, so nothing is written
+        for rel in files:
+            target = out / rel
+            for parent in reversed(target.relative_to(out).parents[:-1]):
+                if (out / parent).exists() and not (out / parent).is_dir():
+                    raise BadInput(f"{out / parent} is not a folder: the report's {rel} cannot be written there")
+            if target.exists() and not target.is_file():
+                raise BadInput(f"{target} exists and is not a file: the report cannot replace it")
         staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:
