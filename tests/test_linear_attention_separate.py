@@ -833,7 +833,8 @@ def test_beyond_reach_on_the_command_line_answers_at_once(tmp_path):
     p = subprocess.run(base + ["refute", "linattn.separate.drop-times", "--set", "lambdas=1e4,1e-4",
                                "--budget", "3", "--quiet", "--out", str(tmp_path / "x")],
                        capture_output=True, text=True, timeout=60)
-    assert p.returncode == 3 and "0 draw(s)" in p.stdout and "Traceback" not in p.stderr, (p.stdout, p.stderr)
+    assert p.returncode == 3 and "no draw could be run" in p.stdout and "Traceback" not in p.stderr, \
+        (p.stdout, p.stderr)
 
 def test_a_flow_measured_short_of_the_resolution_is_solved_again_at_the_rtol_that_would_do(monkeypatch):
     """At rtol 1e-3 the adaptive flow's re-solve measures an error above the judges' resolution

@@ -795,8 +795,8 @@ def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapp
         items = value if isinstance(value, (list, tuple)) else [value]
         if spec is not None and spec.kind in ("count", "order") and not all(
                 isinstance(x, (int, float)) and float(x).is_integer() for x in items):
-            raise BadInput(f"--predict {key}: {'a count' if spec.kind == 'count' else 'indices'}, "
-                           f"whole numbers only; got {', '.join(f'{x:g}' for x in items)}")
+            raise BadInput(f"--predict {key}: whole numbers only ({spec.meaning}); got "
+                           f"{', '.join(f'{x:g}' for x in items)}")
         if spec is not None and getattr(spec, "positive", False) and not all(x > 0 for x in items):
             raise BadInput(f"--predict {key}: a positive number ({spec.meaning}); got "
                            f"{', '.join(f'{x:g}' for x in items)}")
