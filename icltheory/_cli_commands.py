@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Callable, Sequence
 
@@ -421,6 +422,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     from .core import _cache
 
     if args.action == "clear":
+        # an empty ICLTHEORY_CACHE_DIR means the default folder everywhere else; a destructive
+        # command does not guess: a variable set to nothing is more likely a mistake
+        if "ICLTHEORY_CACHE_DIR" in os.environ and not os.environ["ICLTHEORY_CACHE_DIR"].strip():
+            raise BadInput("ICLTHEORY_CACHE_DIR is set but empty: unset it to clear the default cache folder, "
+                           "or name the folder to clear")
         n = _cache.cache_clear()
         print(f"deleted {n} cache file(s) from {_cache.cache_info()['folder']}")
         return EXIT_OK

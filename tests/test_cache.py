@@ -325,3 +325,17 @@ def test_numpy_lambdify_namespace_makes_the_same_functions():
     prod_str, prod_mod = (sp.lambdify(A, (A * A.T)[0, 1] + A[1, 1], m) for m in ("numpy", lambdify_modules("numpy")))
     assert inspect.getsource(prod_str) == inspect.getsource(prod_mod) and prod_str(M) == prod_mod(M)
     assert lambdify_modules("mpmath") == "mpmath"
+
+
+def test_cache_clear_refuses_an_empty_folder_variable(cache, capsys, monkeypatch):
+    """Everywhere else an empty ICLTHEORY_CACHE_DIR means the default folder; clearing does not
+    guess (a variable set to nothing is more likely a mistake) and deletes nothing."""
+    from icltheory._cli import main
+
+    cache.table(1)
+    folder = os.environ["ICLTHEORY_CACHE_DIR"]
+    monkeypatch.setenv("ICLTHEORY_CACHE_DIR", "  ")
+    assert main(["cache", "clear"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    monkeypatch.setenv("ICLTHEORY_CACHE_DIR", folder)
+    assert _entries()
