@@ -72,3 +72,16 @@ def test_friendly_forms():
     a = run_check("linattn.merged.fixed-points", {"profile": "quick"})
     b = run_check(c, s)
     assert a.verdict == b.verdict == "holds" and a.measured == b.measured
+
+
+def test_predict_values_are_finite_numbers_or_lists_of_them():
+    """A --predict value through the API must be a finite number (NumPy scalars included) or a
+    list of them; anything else is bad input, not a verdict."""
+    import numpy as np
+
+    from icltheory.core import BadInput, run_check
+
+    for bad in (object(), None, True, float("nan"), [1.0, "x"]):
+        with pytest.raises(BadInput):
+            run_check("linattn.merged.sigmoid", {"profile": "quick"}, predict={"c": bad})
+    assert run_check("linattn.merged.sigmoid", {"profile": "quick"}, predict={"c": np.float64(1.0)}).verdict == "fails"

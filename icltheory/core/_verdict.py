@@ -41,6 +41,7 @@ booleans have none (``None``).  A verdict's margin is the smallest of its checks
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -782,6 +783,10 @@ def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapp
     check_prediction_keys(claim_id, constants, predict, informational)
     for key, text in predict.items():
         value = parse_prediction(key, text) if isinstance(text, str) else text
+        items_ = value if isinstance(value, (list, tuple)) else [value]
+        if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in items_):
+            raise BadInput(f"--predict {key}: a finite number or a list of them, got "
+                           f"{type(value).__name__} {str(value)[:40]!r}")
         old = constants[key]
         if isinstance(old, (list, tuple)) and not isinstance(value, (list, tuple)):
             value = [value]
@@ -794,7 +799,7 @@ def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapp
         spec = (specs or {}).get(key)
         items = value if isinstance(value, (list, tuple)) else [value]
         if spec is not None and spec.kind in ("count", "order") and not all(
-                isinstance(x, (int, float)) and float(x).is_integer() for x in items):
+                isinstance(x, numbers.Real) and float(x).is_integer() for x in items):
             raise BadInput(f"--predict {key}: whole numbers only ({spec.meaning}); got "
                            f"{', '.join(f'{x:g}' for x in items)}")
         if spec is not None and getattr(spec, "positive", False) and not all(x > 0 for x in items):
