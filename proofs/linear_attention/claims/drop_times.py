@@ -268,7 +268,10 @@ class DropTimes(Claim):
                                  "block's per-head ODE does not have (the population run, without it: "
                                  f"{tp:.4g} τ against the predicted {first[k]:.4g} τ); raise P or N")
                 continue
-            sig = _SPREAD_FACTOR * float(m["spread"][d]) * tp
+            # the spread of the direction the finite-sample run learned first; a run with no drop
+            # (d = -1) is given the widest of the directions' spreads (none was seen to lead)
+            spread = float(m["spread"][d]) if d >= 0 else float(np.max(m["spread"]))
+            sig = _SPREAD_FACTOR * spread * tp
             margin = tol * first[k] - abs(tp - first[k])
             if margin <= 0:
                 if abs(tp - first[k]) > s.pop_rel_tol * first[k]:
@@ -287,7 +290,7 @@ class DropTimes(Claim):
                       predicted=first[k], measured=tf, rtol=tol, false_fail=ff,
                       why=f"the claim's {tol:.0%}; the training set moves the drop from the population run's by "
                           f"≈ N(0, {sig:.3g} τ) ({_SPREAD_FACTOR:g} × the relative standard error "
-                          f"{float(m['spread'][d]):.3g} of direction {d}'s growth rate E[y_q β_d x_q,d] in the data, "
+                          f"{spread:.3g} of {f'direction {d}' if d >= 0 else 'the widest direction'}'s growth rate E[y_q β_d x_q,d] in the data, "
                           f"× the drop time); the {margin:.3g} τ left by the population run's error is "
                           f"{margin / sig:.3g} of it: false-fail {ff:.2g}")
         ctx.evidence["first_drop_times_flow"] = flow
