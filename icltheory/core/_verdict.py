@@ -783,8 +783,8 @@ def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapp
     check_prediction_keys(claim_id, constants, predict, informational)
     for key, text in predict.items():
         value = parse_prediction(key, text) if isinstance(text, str) else text
-        items_ = value if isinstance(value, (list, tuple)) else [value]
-        if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in items_):
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in items):
             raise BadInput(f"--predict {key}: a finite number or a list of them, got "
                            f"{type(value).__name__} {str(value)[:40]!r}")
         old = constants[key]
@@ -797,9 +797,7 @@ def apply_predictions(claim_id: str, constants: Mapping[str, Any], predict: Mapp
         if isinstance(old, str):
             raise BadInput(f"--predict {key}: {key!r} is not a number")
         spec = (specs or {}).get(key)
-        items = value if isinstance(value, (list, tuple)) else [value]
-        if spec is not None and spec.kind in ("count", "order") and not all(
-                isinstance(x, numbers.Real) and float(x).is_integer() for x in items):
+        if spec is not None and spec.kind in ("count", "order") and not all(float(x).is_integer() for x in items):
             raise BadInput(f"--predict {key}: whole numbers only ({spec.meaning}); got "
                            f"{', '.join(f'{x:g}' for x in items)}")
         if spec is not None and getattr(spec, "positive", False) and not all(x > 0 for x in items):

@@ -143,7 +143,7 @@ def boundary(claim: str | Claim, key: str, *, lo: float | None = None,
         return float(int(round(x))) if is_int else x
 
     def run(x: float) -> str:
-        xv: Any = int(round(x)) if is_int else x
+        xv: Any = int(as_run(x)) if is_int else x
         if float(xv) in seen:
             return seen[float(xv)][1]
         if t_end is not None and time.monotonic() > t_end:

@@ -291,41 +291,43 @@ class _Search:
             return
         s, v = self.best
         base = self.c.setting({"profile": self.profile, **self.fixed})
-        for key in list(_differing(self.c, s)):
-            given = s.given()
-            if key in self.fixed or key in ("seed", "profile") or key not in given:
-                continue
-            if time.monotonic() > self.t_end:
-                return
-            out = self._try({k: x for k, x in given.items() if k != key}, {key: getattr(base, key)})
-            if out is not None and out[1].verdict == "fails" and self.confirmed(*out):
-                s, v = out
-                self.shrink_steps += 1
-                continue
-            if out is not None and out[1].verdict == "inconclusive":
-                self.undecided += 1
-            bad, good = getattr(s, key), getattr(base, key)
-            if not _numeric(bad) or not _numeric(good) or bad == good:
-                continue
-            for _ in range(BISECT_STEPS):
+        try:
+            for key in list(_differing(self.c, s)):
+                given = s.given()
+                if key in self.fixed or key in ("seed", "profile") or key not in given:
+                    continue
                 if time.monotonic() > self.t_end:
                     return
-                mid = _middle(good, bad)
-                if mid is None or mid in (good, bad):
-                    break
-                out = self._try({**s.given(), key: mid}, {key: mid})
-                if out is None:
-                    break
-                cand, w = out
-                if w.verdict == "fails" and self.confirmed(cand, w):
-                    s, v, bad = cand, w, mid
+                out = self._try({k: x for k, x in given.items() if k != key}, {key: getattr(base, key)})
+                if out is not None and out[1].verdict == "fails" and self.confirmed(*out):
+                    s, v = out
                     self.shrink_steps += 1
-                elif w.verdict == "holds":
-                    good = mid
-                else:  # undecided, or a chance failure that did not repeat
-                    self.undecided += w.verdict == "inconclusive"
-                    break
-        self.best = (s, v)
+                    continue
+                if out is not None and out[1].verdict == "inconclusive":
+                    self.undecided += 1
+                bad, good = getattr(s, key), getattr(base, key)
+                if not _numeric(bad) or not _numeric(good) or bad == good:
+                    continue
+                for _ in range(BISECT_STEPS):
+                    if time.monotonic() > self.t_end:
+                        return
+                    mid = _middle(good, bad)
+                    if mid is None or mid in (good, bad):
+                        break
+                    out = self._try({**s.given(), key: mid}, {key: mid})
+                    if out is None:
+                        break
+                    cand, w = out
+                    if w.verdict == "fails" and self.confirmed(cand, w):
+                        s, v, bad = cand, w, mid
+                        self.shrink_steps += 1
+                    elif w.verdict == "holds":
+                        good = mid
+                    else:  # undecided, or a chance failure that did not repeat
+                        self.undecided += w.verdict == "inconclusive"
+                        break
+        finally:  # what was shrunk so far stands when the time runs out
+            self.best = (s, v)
 
 
 def _numeric(v: Any) -> bool:

@@ -252,15 +252,22 @@ def _old_figures(out: Path, claim_id: str) -> list[str]:
     return sorted(f"figures/{p.name}" for p in folder.iterdir() if pat.fullmatch(p.name))
 
 
+def _check_target(out: Path, rel: str) -> None:
+    """Raise :class:`BadInput` (one line) when ``out / rel`` cannot be written as a file: the
+    name, or a folder on its way, is taken by something else (a folder, a file)."""
+    target = out / rel
+    for parent in reversed(Path(rel).parents[:-1]):
+        if (out / parent).exists() and not (out / parent).is_dir():
+            raise BadInput(f"{out / parent} is not a folder: the report's {rel} cannot be written there")
+    if (target.exists() or target.is_symlink()) and not target.is_file():
+        raise BadInput(f"{target} exists and is not a file: the report cannot replace it")
+
+
 def check_targets(out_dir: str | os.PathLike[str], claim_ids: Iterable[str]) -> None:
-    """Raise :class:`BadInput` (one line) when a claim's report file name in ``out_dir`` is
-    taken by something that is not a file (a folder, say): before any check runs."""
-    out = Path(out_dir)
+    """:func:`_check_target` for every claim's report files in ``out_dir``: before any check runs."""
     for cid in claim_ids:
         for name in (sidecar_name(cid), markdown_name(cid), html_name(cid)):
-            target = out / name
-            if (target.exists() or target.is_symlink()) and not target.is_file():
-                raise BadInput(f"{target} exists and is not a file: the report cannot replace it")
+            _check_target(Path(out_dir), name)
 
 
 def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
@@ -297,15 +304,9 @@ def commit(reports: Sequence[ClaimReport], out_dir: str | os.PathLike[str], *,
         files[INDEX] = render_index(records, known, out).encode("utf-8")
         if html or (out / INDEX_HTML).is_file():
             files[INDEX_HTML] = render_index_html(records, known, out).encode("utf-8")
-        # a target taken by a folder (or a file where a folder goes) cannot be replaced: refused
-        # before anything is staged, so nothing is written
+        # a target taken since the run began is refused before anything is staged: nothing written
         for rel in files:
-            target = out / rel
-            for parent in reversed(target.relative_to(out).parents[:-1]):
-                if (out / parent).exists() and not (out / parent).is_dir():
-                    raise BadInput(f"{out / parent} is not a folder: the report's {rel} cannot be written there")
-            if target.exists() and not target.is_file():
-                raise BadInput(f"{target} exists and is not a file: the report cannot replace it")
+            _check_target(out, rel)
         staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         staging.mkdir()
         try:
